@@ -1,0 +1,26 @@
+"""Named errors raised by the public API.
+
+Every error a user can cause subclasses ValueError (bad input) or KeyError /
+LookupError (missing data), so callers can catch them the natural way.
+"""
+
+
+class AweleError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class InvalidPositionError(AweleError, ValueError):
+    """A position that breaks the rules: wrong number of houses, negative counts,
+    more than 48 seeds, an unknown side to move, unparsable text."""
+
+
+class IllegalMoveError(AweleError, ValueError):
+    """A move that is not legal in the position it is played in."""
+
+
+class GameOverError(IllegalMoveError):
+    """A move was asked for in a position where the game has already ended."""
+
+
+class InvalidRecordError(AweleError, ValueError):
+    """A game record that cannot be read."""

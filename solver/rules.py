@@ -1,0 +1,226 @@
+"""The Abapa rules of Awele as numba kernels on packed positions.
+
+This module is the only place the rules live (see RULES.md). Everything else
+(index, retrograde, probe, search) calls these kernels.
+
+Packed form
+-----------
+A position is seen from the side to move and held in two uint64 words, one per
+row, with one 8-bit lane per house::
+
+    mover     (lo word): house 0 in bits 0..7, house 1 in bits 8..15, ... house 5
+    opponent  (hi word): house 6 in bits 0..7, ...                    ... house 11
+
+Houses 0..5 are the mover's in sowing order (A..F for South, a..f for North),
+6..11 the opponent's. Lanes 6 and 7 of each word are always zero. A lane holds
+up to 255, so every position of the 48-seed game fits, and adding up to 48
+seeds into a lane can never carry into the next one.
+
+Sowing is O(1): ``k`` seeds from house ``h`` go round the 11 other houses, so
+each of them gets ``k // 11`` (a lap mask times the number of laps) and the
+``k % 11`` houses after ``h`` one more (a precomputed range mask).
+
+Flipping the point of view (after a move the opponent is to move) is a swap of
+the two words.
+"""
+
+import numpy as np
+from numba import njit
+
+LANE_BITS = 8
+LANE_MASK = np.uint64(0xFF)
+ROW_ONES = np.uint64(0x0000010101010101)  # one seed in each of the six houses of a row
+SUM_LANES = np.uint64(0x0101010101010101)  # multiplier that adds all lanes into the top byte
+
+TOTAL_SEEDS = 48
+HOUSES = 12
+ROW = 6
+
+# Value returned by terminal_value() for a position where the game goes on.
+NOT_TERMINAL = 127
+
+
+def _build_masks():
+    """Lap and range masks for sowing from each of the mover's houses.
+
+    lap[h, w]: one seed in every house of word w except the origin h.
+    ranges[h, r, w]: one seed in each of the r houses that follow h (r = 0..10).
+    """
+    lap = np.zeros((ROW, 2), dtype=np.uint64)
+    ranges = np.zeros((ROW, 11, 2), dtype=np.uint64)
+    for origin in range(ROW):
+        for house in range(HOUSES):
+            if house != origin:
+                lap[origin, house // ROW] |= np.uint64(1) << np.uint64(LANE_BITS * (house % ROW))
+        for count in range(11):
+            for step in range(1, count + 1):
+                house = (origin + step) % HOUSES
+                ranges[origin, count, house // ROW] |= np.uint64(1) << np.uint64(LANE_BITS * (house % ROW))
+    return lap, ranges
+
+
+LAP_MASKS, RANGE_MASKS = _build_masks()
+
+
+@njit(cache=True, inline="always")
+def house_seeds(word, lane):
+    """Seeds in lane 0..5 of one row word."""
+    return np.int64((word >> np.uint64(LANE_BITS * lane)) & LANE_MASK)
+
+
+@njit(cache=True, inline="always")
+def row_seeds(word):
+    """Total seeds in one row word (at most 48, so the lane sum fits in a byte)."""
+    return np.int64((word * SUM_LANES) >> np.uint64(56))
+
+
+@njit(cache=True, inline="always")
+def board_seeds(mover, opponent):
+    """Total seeds on the board."""
+    return np.int64(((mover + opponent) * SUM_LANES) >> np.uint64(56))
+
+
+@njit(cache=True)
+def pack(board):
+    """Pack 12 house counts (mover view, uint8/int array) into (mover, opponent) words."""
+    mover = np.uint64(0)
+    opponent = np.uint64(0)
+    for lane in range(ROW):
+        mover |= np.uint64(board[lane]) << np.uint64(LANE_BITS * lane)
+        opponent |= np.uint64(board[ROW + lane]) << np.uint64(LANE_BITS * lane)
+    return mover, opponent
+
+
+@njit(cache=True)
+def unpack_into(mover, opponent, board):
+    """Write the 12 house counts of a packed position into board (length >= 12)."""
+    for lane in range(ROW):
+        board[lane] = (mover >> np.uint64(LANE_BITS * lane)) & LANE_MASK
+        board[ROW + lane] = (opponent >> np.uint64(LANE_BITS * lane)) & LANE_MASK
+
+
+@njit(cache=True)
+def unpack(mover, opponent):
+    """The 12 house counts of a packed position as a new uint8 array."""
+    board = np.zeros(HOUSES, dtype=np.uint8)
+    unpack_into(mover, opponent, board)
+    return board
+
+
+@njit(cache=True, inline="always")
+def sow(mover, opponent, house):
+    """Sow the seeds of the mover's house 0..5 (which must be non-empty).
+
+    Returns (mover, opponent, last) with last the house 0..11 that got the last
+    seed. No capture is made here.
+    """
+    seeds = house_seeds(mover, house)
+    laps = np.uint64(seeds // 11)
+    rest = seeds % 11
+    mover &= ~(LANE_MASK << np.uint64(LANE_BITS * house))
+    mover += laps * LAP_MASKS[house, 0] + RANGE_MASKS[house, rest, 0]
+    opponent += laps * LAP_MASKS[house, 1] + RANGE_MASKS[house, rest, 1]
+    last = (house + 1 + (seeds - 1) % 11) % HOUSES
+    return mover, opponent, last
+
+
+@njit(cache=True, inline="always")
+def capture(opponent, last):
+    """Apply the capture chain ending at house `last` to the opponent's row.
+
+    Returns (captured, opponent). The chain walks back from the last house while
+    the house is the opponent's and holds 2 or 3 seeds. A grand slam (every seed
+    of the opponent taken) captures nothing.
+    """
+    if last < ROW:
+        return 0, opponent
+    captured = 0
+    taken = np.uint64(0)
+    lane = last - ROW
+    while lane >= 0:
+        seeds = house_seeds(opponent, lane)
+        if seeds != 2 and seeds != 3:
+            break
+        captured += seeds
+        taken |= LANE_MASK << np.uint64(LANE_BITS * lane)
+        lane -= 1
+    if captured == 0 or (opponent & ~taken) == 0:
+        return 0, opponent
+    return captured, opponent & ~taken
+
+
+@njit(cache=True, inline="always")
+def feeds(mover, house):
+    """Whether sowing house 0..5 puts at least one seed on the opponent's side."""
+    return house_seeds(mover, house) >= ROW - house
+
+
+@njit(cache=True)
+def legal_mask(mover, opponent):
+    """Bit h set when the mover may play house h (RULES.md rules 1 and 5)."""
+    mask = 0
+    for house in range(ROW):
+        seeds = house_seeds(mover, house)
+        if seeds > 0 and (opponent != 0 or seeds >= ROW - house):
+            mask |= 1 << house
+    return mask
+
+
+@njit(cache=True)
+def terminal_value(mover, opponent):
+    """Value d for the mover if the game ends before he moves, else NOT_TERMINAL.
+
+    Rule 6: the mover's side is empty, so the opponent takes the seeds on his
+    side: d = -n. Rule 5: the opponent's side is empty and no move feeds him, so
+    the mover takes every seed left: d = +n.
+    """
+    if mover == 0:
+        return -row_seeds(opponent)
+    if opponent == 0 and legal_mask(mover, opponent) == 0:
+        return row_seeds(mover)
+    return NOT_TERMINAL
+
+
+@njit(cache=True)
+def play(mover, opponent, house):
+    """Play the mover's house 0..5 (which must be legal).
+
+    Returns (captured, child_mover, child_opponent): the seeds captured and the
+    child position seen from the side that moves next (the rows swapped).
+    """
+    mover, opponent, last = sow(mover, opponent, house)
+    captured, opponent = capture(opponent, last)
+    return captured, opponent, mover
+
+
+@njit(cache=True)
+def _perft(mover, opponent, mover_store, opponent_store, depth):
+    """Leaves at `depth` plies below a packed position with capture counts.
+
+    A node where the game is over (rules 5 and 6, 25 captured seeds or 24-24)
+    has no children. At depth 1 the legal moves are counted, not played (bulk
+    counting).
+    """
+    if mover_store >= 25 or opponent_store >= 25 or (mover_store == 24 and opponent_store == 24):
+        return 0
+    mask = legal_mask(mover, opponent)
+    if depth == 1:
+        count = 0
+        while mask:
+            mask &= mask - 1
+            count += 1
+        return count
+    leaves = 0
+    for house in range(ROW):
+        if mask & (1 << house):
+            captured, child_mover, child_opponent = play(mover, opponent, house)
+            leaves += _perft(child_mover, child_opponent, opponent_store, mover_store + captured, depth - 1)
+    return leaves
+
+
+@njit(cache=True)
+def perft_packed(mover, opponent, mover_store, opponent_store, depth):
+    """Perft on a packed position; depth 0 counts the position itself."""
+    if depth == 0:
+        return 1
+    return _perft(mover, opponent, mover_store, opponent_store, depth)

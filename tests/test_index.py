@@ -1,0 +1,107 @@
+"""The Romein-Bal index: sizes, rank/unrank round trips, the successor walk."""
+
+import itertools
+from math import comb
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solver import index
+from solver.errors import InvalidPositionError
+
+
+def compositions(seeds, parts=12):
+    """Every way to put `seeds` seeds into `parts` houses, in lexicographic order."""
+    if parts == 1:
+        yield (seeds,)
+        return
+    for first in range(seeds + 1):
+        for rest in compositions(seeds - first, parts - 1):
+            yield (first,) + rest
+
+
+def test_layer_sizes_match_the_formula_and_published_figures():
+    for n in range(49):
+        assert index.layer_size(n) == comb(n + 11, 11) - comb(n + 5, 11)
+    assert index.layer_size(16) == 12_685_179
+    assert index.layer_size(20) == 80_214_915
+    assert index.total_positions() == 889_063_398_406
+
+
+@pytest.mark.parametrize("seeds", range(0, 8))
+def test_rank_is_the_position_in_sorted_order_of_valid_boards(seeds):
+    boards = [b for b in compositions(seeds) if 0 in b[6:]]
+    assert len(boards) == index.layer_size(seeds)
+    for expected, board in enumerate(boards):
+        assert index.rank(board) == expected
+
+
+@pytest.mark.parametrize("seeds", range(0, 11))
+def test_walk_rank_and_unrank_agree_on_whole_layers(seeds):
+    size = index.layer_size(seeds)
+    walked = index.layer_boards(seeds, 0, size)
+    assert (walked.sum(axis=1) == seeds).all()
+    assert all(0 in board[6:] for board in walked[:: max(1, size // 2000)])
+    assert (index.rank_boards(walked, seeds) == np.arange(size)).all()
+    assert (index.unrank_boards(seeds, np.arange(size, dtype=np.int64)) == walked).all()
+
+
+def test_walk_stops_after_the_last_board():
+    board = index.unrank(5, index.layer_size(5) - 1)
+    assert list(board) == [5] + [0] * 11
+    assert not index.next_board(board)
+    assert list(board) == [5] + [0] * 11
+
+
+@st.composite
+def index_boards(draw):
+    seeds = draw(st.integers(0, 48))
+    cuts = sorted(draw(st.lists(st.integers(0, seeds), min_size=11, max_size=11)))
+    board = [b - a for a, b in zip([0] + cuts, cuts + [seeds])]
+    if 0 not in board[6:]:
+        board[6 + draw(st.integers(0, 5))] = 0
+        board[0] += seeds - sum(board)
+    return board
+
+
+@settings(max_examples=500, deadline=None)
+@given(index_boards())
+def test_rank_unrank_round_trip_up_to_48_seeds(board):
+    seeds = sum(board)
+    r = index.rank(board)
+    assert 0 <= r < index.layer_size(seeds)
+    assert list(index.unrank(seeds, r)) == board
+    mover, opponent = index.pack(np.array(board, dtype=np.uint8))
+    assert index.rank_packed(mover, opponent, seeds) == r
+
+
+@settings(max_examples=200, deadline=None)
+@given(index_boards())
+def test_successor_is_rank_plus_one(board):
+    seeds = sum(board)
+    r = index.rank(board)
+    array = np.array(board, dtype=np.uint8)
+    if index.next_board(array):
+        assert index.rank(array) == r + 1
+    else:
+        assert r == index.layer_size(seeds) - 1
+
+
+def test_bad_input_raises_named_errors():
+    with pytest.raises(InvalidPositionError):
+        index.rank([1] * 12)  # every opponent house occupied: outside the index
+    with pytest.raises(InvalidPositionError):
+        index.rank([1] * 11)
+    with pytest.raises(InvalidPositionError):
+        index.rank([49] + [0] * 11)
+    with pytest.raises(InvalidPositionError):
+        index.layer_size(49)
+    with pytest.raises(IndexError):
+        index.unrank(3, index.layer_size(3))
+
+
+def test_iter_layer_matches_layer_boards():
+    assert [tuple(b) for b in index.iter_layer(4)] == [tuple(b) for b in index.layer_boards(4, 0, index.layer_size(4))]
+    assert len(list(itertools.islice(index.iter_layer(20, 1000, 1010), 100))) == 10
