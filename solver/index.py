@@ -6,14 +6,20 @@ except those where all six opponent houses are occupied: after any move the
 previous mover's origin house is empty, so such positions never arise in play
 (the opening apart). Layer n therefore has C(n+11, 11) - C(n+5, 11) positions.
 
-Positions are ranked in lexicographic order of (house 0, house 1, ..., house
-11), house 0 most significant. Ranking is a walk over the houses that adds, at
-each house, how many valid completions sort before the value found there. The
-counts depend on the seeds left and on whether an empty opponent house has
-been seen yet (the exclusion rule), so they come from a table
-``PREFIX[house, seeds_left, value, zero_seen]`` built once at import.
+Order. Positions are grouped by the seeds m on the mover's row (m = 0..n);
+inside a group the rank is ``row_rank(mover) * opponent_rows(n - m) +
+row_rank(opponent)``, where row ranks are lexicographic (house 0 most
+significant) among the rows holding that many seeds: every row for the mover,
+only rows with an empty house for the opponent. So
 
-The successor walk (:func:`next_board`) steps from a position to the next one
+    rank = LAYER_OFFSET[n, m] + row_rank(mover) * OPPONENT_ROWS[n - m] + row_rank(opponent)
+
+which splits into two six-house problems: ranking is ten table lookups on the
+packed words, and unranking is a search over at most 49 offsets, one divmod and
+two lookups in tables of all rows (:class:`RowTables`), fast enough for the
+retrograde sweeps that unrank scattered positions.
+
+The successor walk (:func:`next_packed`) steps from a position to the next one
 in rank order without ranking, so a sweep over a range of ranks unranks only
 its first position.
 """
@@ -24,35 +30,42 @@ import numpy as np
 from numba import njit
 
 from .errors import InvalidPositionError
-from .rules import HOUSES, ROW, TOTAL_SEEDS, pack
+from .rules import HOUSES, LANE_BITS, LANE_MASK, ROW, TOTAL_SEEDS, pack, row_seeds, unpack, unpack_into  # noqa: F401
 
-INDEX_SCHEME = "romein-bal-lex"
+INDEX_SCHEME = "romein-bal-rows"
 INDEX_VERSION = 1
 MAX_SEEDS = TOTAL_SEEDS
+ANY_ROW = 1  # "zero seen" already true: every row counts (the mover's)
+OPPONENT_ROW = 0  # a row counts only if one of its houses is empty (the opponent's)
 
 
 def _build_tables():
-    """COMPLETIONS[i, r, f]: valid fillings of houses i..11 with r seeds, given
-    f (an empty opponent house already seen); PREFIX[i, r, x, f]: the sum of
-    COMPLETIONS over the values v < x of house i."""
+    """ROW_PREFIX[h, r, x, f]: rows whose houses h..5 hold r seeds that sort before
+    value x at house h, given f (an empty house already seen, or no constraint);
+    row counts; and the offset of each mover-seed group in each layer."""
     seeds = MAX_SEEDS + 1
-    completions = np.zeros((HOUSES + 1, seeds, 2), dtype=np.int64)
-    completions[HOUSES, 0, 1] = 1
-    prefix = np.zeros((HOUSES, seeds, seeds + 1, 2), dtype=np.int64)
-    for house in range(HOUSES - 1, -1, -1):
+    completions = np.zeros((ROW + 1, seeds, 2), dtype=np.int64)
+    completions[ROW, 0, 1] = 1
+    prefix = np.zeros((ROW, seeds, seeds + 1, 2), dtype=np.int64)
+    for house in range(ROW - 1, -1, -1):
         for left in range(seeds):
             for seen in range(2):
                 total = 0
                 for value in range(left + 1):
                     prefix[house, left, value, seen] = total
-                    now_seen = 1 if seen or (house >= ROW and value == 0) else 0
-                    total += completions[house + 1, left - value, now_seen]
+                    total += completions[house + 1, left - value, 1 if (seen or value == 0) else 0]
                 prefix[house, left, left + 1 :, seen] = total
                 completions[house, left, seen] = total
-    return completions, prefix
+    any_rows = completions[0, :, ANY_ROW].copy()
+    opponent_rows = completions[0, :, OPPONENT_ROW].copy()
+    offsets = np.zeros((seeds, seeds + 1), dtype=np.int64)
+    for layer in range(seeds):
+        for mover in range(layer + 1):
+            offsets[layer, mover + 1] = offsets[layer, mover] + any_rows[mover] * opponent_rows[layer - mover]
+    return prefix, any_rows, opponent_rows, offsets
 
 
-COMPLETIONS, PREFIX = _build_tables()
+ROW_PREFIX, ANY_ROWS, OPPONENT_ROWS, LAYER_OFFSET = _build_tables()
 
 
 def layer_size(seeds):
@@ -91,34 +104,24 @@ def in_index(board):
     return False
 
 
-@njit(cache=True)
-def rank_board(board, seeds):
-    """Rank of a board (12 counts, mover view, summing to `seeds`, in_index)."""
-    rank = np.int64(0)
-    left = seeds
-    seen = 0
-    for house in range(HOUSES - 1):
-        value = np.int64(board[house])
-        rank += PREFIX[house, left, value, seen]
-        left -= value
-        if house >= ROW and value == 0:
-            seen = 1
-    return rank
+@njit(cache=True, inline="always")
+def packed_in_index(opponent):
+    """False when all six lanes of the opponent's row word hold seeds."""
+    for lane in range(ROW):
+        if (opponent >> np.uint64(LANE_BITS * lane)) & LANE_MASK == 0:
+            return True
+    return False
 
 
-@njit(cache=True)
-def rank_packed(mover, opponent, seeds):
-    """Rank of a packed position (see solver.rules) with `seeds` seeds."""
+@njit(cache=True, inline="always")
+def row_rank(word, seeds, seen):
+    """Lexicographic rank of a row word among rows of `seeds` seeds (seen=1: all
+    rows; seen=0: rows with an empty house)."""
     rank = np.int64(0)
-    left = seeds
-    for house in range(ROW):
-        value = np.int64((mover >> np.uint64(8 * house)) & np.uint64(0xFF))
-        rank += PREFIX[house, left, value, 0]
-        left -= value
-    seen = 0
-    for house in range(ROW - 1):
-        value = np.int64((opponent >> np.uint64(8 * house)) & np.uint64(0xFF))
-        rank += PREFIX[ROW + house, left, value, seen]
+    left = np.int64(seeds)
+    for lane in range(ROW - 1):
+        value = np.int64((word >> np.uint64(LANE_BITS * lane)) & LANE_MASK)
+        rank += ROW_PREFIX[lane, left, value, seen]
         left -= value
         if value == 0:
             seen = 1
@@ -126,51 +129,171 @@ def rank_packed(mover, opponent, seeds):
 
 
 @njit(cache=True)
-def unrank_into(seeds, rank, board):
-    """Write the board of `rank` in layer `seeds` into board (length 12)."""
+def row_unrank(seeds, rank, seen):
+    """The row word of `rank` among rows of `seeds` seeds (see row_rank)."""
+    word = np.uint64(0)
     left = seeds
-    seen = 0
-    for house in range(HOUSES - 1):
+    for lane in range(ROW - 1):
         value = 0
-        while value < left and PREFIX[house, left, value + 1, seen] <= rank:
+        while value < left and ROW_PREFIX[lane, left, value + 1, seen] <= rank:
             value += 1
-        rank -= PREFIX[house, left, value, seen]
-        board[house] = value
+        rank -= ROW_PREFIX[lane, left, value, seen]
+        word |= np.uint64(value) << np.uint64(LANE_BITS * lane)
         left -= value
-        if house >= ROW and value == 0:
+        if value == 0:
             seen = 1
-    board[HOUSES - 1] = left
+    return word | (np.uint64(left) << np.uint64(LANE_BITS * (ROW - 1)))
+
+
+@njit(cache=True, inline="always")
+def rank_packed(mover, opponent, seeds):
+    """Rank of a packed position (see solver.rules) with `seeds` seeds."""
+    mover_seeds = row_seeds(mover)
+    return (
+        LAYER_OFFSET[seeds, mover_seeds]
+        + row_rank(mover, mover_seeds, ANY_ROW) * OPPONENT_ROWS[seeds - mover_seeds]
+        + row_rank(opponent, seeds - mover_seeds, OPPONENT_ROW)
+    )
 
 
 @njit(cache=True)
-def unrank_board(seeds, rank):
-    """The board (uint8[12], mover view) of `rank` in layer `seeds`."""
-    board = np.zeros(HOUSES, dtype=np.uint8)
-    unrank_into(seeds, rank, board)
-    return board
+def rank_board(board, seeds):
+    """Rank of a board (12 counts, mover view, summing to `seeds`, in_index)."""
+    mover, opponent = pack(board)
+    return rank_packed(mover, opponent, seeds)
+
+
+@njit(cache=True, inline="always")
+def _split_rank(seeds, rank):
+    """(seeds on the mover's row, mover row rank, opponent row rank) of a rank."""
+    mover_seeds = 0
+    while LAYER_OFFSET[seeds, mover_seeds + 1] <= rank:
+        mover_seeds += 1
+    rank -= LAYER_OFFSET[seeds, mover_seeds]
+    count = OPPONENT_ROWS[seeds - mover_seeds]
+    return mover_seeds, rank // count, rank % count
+
+
+@njit(cache=True)
+def unrank_packed(seeds, rank):
+    """(mover, opponent) words of `rank` in layer `seeds` (no tables needed)."""
+    mover_seeds, mover_rank, opponent_rank = _split_rank(seeds, rank)
+    return (
+        row_unrank(mover_seeds, mover_rank, ANY_ROW),
+        row_unrank(seeds - mover_seeds, opponent_rank, OPPONENT_ROW),
+    )
+
+
+@njit(cache=True)
+def _all_rows(max_seeds, seen):
+    """Every row word of 0..max_seeds seeds in rank order, and where each seed count starts."""
+    starts = np.zeros(max_seeds + 2, dtype=np.int64)
+    for seeds in range(max_seeds + 1):
+        starts[seeds + 1] = starts[seeds] + ROW_PREFIX[0, seeds, seeds + 1, seen]
+    words = np.empty(starts[max_seeds + 1], dtype=np.uint64)
+    for seeds in range(max_seeds + 1):
+        word = row_unrank(seeds, 0, seen)
+        for i in range(starts[seeds], starts[seeds + 1]):
+            words[i] = word
+            ok, word = next_row(word, seen)
+    return words, starts
+
+
+class RowTables:
+    """Every row word up to `max_seeds` seeds, for table-driven unranking.
+
+    Holds C(max_seeds+6, 6) words of each kind (1.9 million for 30 seeds).
+    Pass ``tables.arrays`` to :func:`unrank_fast`.
+    """
+
+    def __init__(self, max_seeds):
+        self.max_seeds = _check_seeds(max_seeds)
+        any_words, any_starts = _all_rows(self.max_seeds, ANY_ROW)
+        opponent_words, opponent_starts = _all_rows(self.max_seeds, OPPONENT_ROW)
+        self.arrays = (any_words, any_starts, opponent_words, opponent_starts)
+
+
+@njit(cache=True, inline="always")
+def unrank_fast(seeds, rank, any_words, any_starts, opponent_words, opponent_starts):
+    """(mover, opponent) words of `rank` in layer `seeds`, through RowTables arrays."""
+    mover_seeds, mover_rank, opponent_rank = _split_rank(seeds, rank)
+    return (
+        any_words[any_starts[mover_seeds] + mover_rank],
+        opponent_words[opponent_starts[seeds - mover_seeds] + opponent_rank],
+    )
+
+
+@njit(cache=True, inline="always")
+def _next_composition(word):
+    """The next row of the same seed count in lexicographic order, ignoring the
+    empty-house rule: move one seed from the last non-empty house j to house
+    j-1 and the rest of house j to house 5. (False, word) after the last."""
+    last = ROW - 1
+    while last > 0 and (word >> np.uint64(LANE_BITS * last)) & LANE_MASK == 0:
+        last -= 1
+    if last == 0:
+        return False, word
+    shift = np.uint64(LANE_BITS * last)
+    rest = (word >> shift) & LANE_MASK
+    word &= ~(LANE_MASK << shift)
+    word += np.uint64(1) << np.uint64(LANE_BITS * (last - 1))
+    word += (rest - np.uint64(1)) << np.uint64(LANE_BITS * (ROW - 1))
+    return True, word
+
+
+@njit(cache=True)
+def next_row(word, seen):
+    """The next row in rank order (see row_rank); (False, word) after the last."""
+    while True:
+        ok, word = _next_composition(word)
+        if not ok:
+            return False, word
+        if seen or packed_in_index(word):
+            return True, word
+
+
+@njit(cache=True)
+def next_packed(mover, opponent, seeds):
+    """The next position of layer `seeds` in rank order: (True, mover, opponent),
+    or (False, mover, opponent) unchanged after the last one."""
+    ok, next_opponent = next_row(opponent, OPPONENT_ROW)
+    if ok:
+        return True, mover, next_opponent
+    mover_seeds = row_seeds(mover)
+    ok, next_mover = next_row(mover, ANY_ROW)
+    if ok:
+        return True, next_mover, np.uint64(seeds - mover_seeds) << np.uint64(LANE_BITS * (ROW - 1))
+    if mover_seeds == seeds:
+        return False, mover, opponent
+    first_mover = np.uint64(mover_seeds + 1) << np.uint64(LANE_BITS * (ROW - 1))
+    return True, first_mover, np.uint64(seeds - mover_seeds - 1) << np.uint64(LANE_BITS * (ROW - 1))
 
 
 @njit(cache=True)
 def next_board(board):
     """Step board (in place) to the next position of its layer in rank order.
 
-    Returns False, leaving board unchanged, after the last one. The next
-    composition in lexicographic order moves one seed from the last non-empty
-    house j to house j-1 and puts the rest of house j in house 11; positions
-    with every opponent house occupied are stepped over.
+    Returns False, leaving board unchanged, after the last one.
     """
-    while True:
-        last = HOUSES - 1
-        while last > 0 and board[last] == 0:
-            last -= 1
-        if last == 0:
-            return False
-        rest = board[last]
-        board[last] = 0
-        board[last - 1] += 1
-        board[HOUSES - 1] = rest - 1
-        if in_index(board):
-            return True
+    mover, opponent = pack(board)
+    ok, mover, opponent = next_packed(mover, opponent, row_seeds(mover) + row_seeds(opponent))
+    if ok:
+        unpack_into(mover, opponent, board)
+    return ok
+
+
+@njit(cache=True)
+def unrank_into(seeds, rank, board):
+    """Write the board of `rank` in layer `seeds` into board (length 12)."""
+    mover, opponent = unrank_packed(seeds, rank)
+    unpack_into(mover, opponent, board)
+
+
+@njit(cache=True)
+def unrank_board(seeds, rank):
+    """The board (uint8[12], mover view) of `rank` in layer `seeds`."""
+    mover, opponent = unrank_packed(seeds, rank)
+    return unpack(mover, opponent)
 
 
 @njit(cache=True)
@@ -197,11 +320,10 @@ def layer_boards(seeds, start, count):
     boards = np.zeros((count, HOUSES), dtype=np.uint8)
     if count == 0:
         return boards
-    board = np.zeros(HOUSES, dtype=np.uint8)
-    unrank_into(seeds, start, board)
+    mover, opponent = unrank_packed(seeds, start)
     for i in range(count):
-        boards[i] = board
-        next_board(board)
+        unpack_into(mover, opponent, boards[i])
+        ok, mover, opponent = next_packed(mover, opponent, seeds)
     return boards
 
 
@@ -262,7 +384,9 @@ __all__ = [
     "layer_boards",
     "layer_size",
     "next_board",
+    "next_packed",
     "pack",
+    "RowTables",
     "rank",
     "rank_board",
     "rank_boards",
@@ -271,4 +395,6 @@ __all__ = [
     "unrank",
     "unrank_board",
     "unrank_boards",
+    "unrank_fast",
+    "unrank_packed",
 ]

@@ -32,7 +32,8 @@ def test_layer_sizes_match_the_formula_and_published_figures():
 
 @pytest.mark.parametrize("seeds", range(0, 8))
 def test_rank_is_the_position_in_sorted_order_of_valid_boards(seeds):
-    boards = [b for b in compositions(seeds) if 0 in b[6:]]
+    # Order: seeds on the mover's row, then the mover's row, then the opponent's row.
+    boards = sorted((b for b in compositions(seeds) if 0 in b[6:]), key=lambda b: (sum(b[:6]), b))
     assert len(boards) == index.layer_size(seeds)
     for expected, board in enumerate(boards):
         assert index.rank(board) == expected
@@ -46,6 +47,10 @@ def test_walk_rank_and_unrank_agree_on_whole_layers(seeds):
     assert all(0 in board[6:] for board in walked[:: max(1, size // 2000)])
     assert (index.rank_boards(walked, seeds) == np.arange(size)).all()
     assert (index.unrank_boards(seeds, np.arange(size, dtype=np.int64)) == walked).all()
+    tables = index.RowTables(seeds)
+    for r in range(0, size, max(1, size // 3000)):
+        mover, opponent = index.unrank_fast(seeds, r, *tables.arrays)
+        assert list(index.unpack(mover, opponent)) == list(walked[r])
 
 
 def test_walk_stops_after_the_last_board():
