@@ -33,7 +33,7 @@ WINNING_SEEDS = TOTAL_SEEDS // 2 + 1
 _NUMBER_LIST = re.compile(r"^\s*\d+(\s*[,\s]\s*\d+){11}\s*$")
 _CANONICAL = re.compile(
     r"^\s*(?P<south>\d+(?:-\d+){5})\s*/\s*(?P<north>\d+(?:-\d+){5})"
-    r"(?:\s+(?P<side>\S+))?(?:\s+(?P<south_store>\d+)\s*:\s*(?P<north_store>\d+))?\s*$"
+    r"(?:\s+(?P<side>[^\s\d]\S*))?(?:\s+(?P<south_store>\d+)\s*:\s*(?P<north_store>\d+))?\s*$"
 )
 
 
@@ -319,6 +319,7 @@ def outcome_of(scores):
 
 _RECORD_TOKEN = re.compile(r"^(?:\d+\.+)?(?P<house>[A-Fa-f])(?P<notes>[!?+\-x*#0-9]*)$")
 _MOVE_NUMBER = re.compile(r"^\d+\.+$")
+_ANNOTATION = re.compile(r"^(?=.*[^0-9])[!?+\-x*#0-9]+$")
 
 
 class Game:
@@ -425,7 +426,7 @@ def parse_record(text):
         raise InvalidRecordError("a record must be text")
     moves = []
     for token in text.replace(",", " ").split():
-        if _MOVE_NUMBER.match(token):
+        if _MOVE_NUMBER.match(token) or _ANNOTATION.match(token):
             continue
         match = _RECORD_TOKEN.match(token)
         if not match:
