@@ -24,3 +24,22 @@ class GameOverError(IllegalMoveError):
 
 class InvalidRecordError(AweleError, ValueError):
     """A game record that cannot be read."""
+
+
+class TableError(AweleError):
+    """Base class of the errors about endgame table files."""
+
+
+class MissingTableError(TableError, KeyError):
+    """A table (layer) that is needed has not been built."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else "missing table"
+
+
+class CorruptTableError(TableError, ValueError):
+    """A table file that is truncated, damaged or fails its checksum."""
+
+
+class TableMismatchError(TableError, ValueError):
+    """A table file built for other rules, another index or another format."""

@@ -1,0 +1,183 @@
+"""The retrograde builder and its tables: exact values, files, damage, resume."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from solver import index, retrograde, tables
+from solver.cli import cli
+from solver.errors import CorruptTableError, MissingTableError, TableMismatchError
+
+from naive_solver import naive_solve
+
+NAIVE_LAYERS = 8
+
+
+@pytest.fixture(scope="module")
+def solved():
+    return retrograde.solve_up_to(NAIVE_LAYERS)
+
+
+@pytest.mark.parametrize("seeds", range(NAIVE_LAYERS + 1))
+def test_every_value_matches_the_naive_solver(solved, seeds):
+    reference = naive_solve(NAIVE_LAYERS)[seeds]
+    boards = index.layer_boards(seeds, 0, index.layer_size(seeds))
+    values = solved.layer(seeds)
+    wrong = [(tuple(b), int(v), reference[tuple(int(x) for x in b)])
+             for b, v in zip(boards, values) if reference[tuple(int(x) for x in b)] != v]
+    assert wrong == []
+
+
+def test_values_stay_in_range_and_no_position_is_left_unknown(solved):
+    for seeds in range(NAIVE_LAYERS + 1):
+        values = solved.layer(seeds)
+        assert values.min() >= -seeds and values.max() <= seeds
+        assert (values != retrograde.UNKNOWN).all()
+
+
+def test_one_and_two_threads_give_the_same_layer():
+    lower_one = retrograde.solve_up_to(11, threads=1)
+    lower_two = retrograde.solve_up_to(11, threads=2)
+    assert np.array_equal(lower_one.flat, lower_two.flat)
+
+
+@pytest.mark.parametrize("seeds", range(13))
+def test_verify_passes_on_built_layers(table_dir, seeds):
+    count, examples = tables.verify(table_dir, seeds)
+    assert count == 0, examples
+
+
+def test_verify_reports_a_planted_error(table_dir, tmp_path):
+    for seeds in range(11):
+        values = tables.load_values(table_dir, seeds)
+        if seeds == 10:
+            values[12345] = -values[12345] if values[12345] else 1
+        tables.write_table(str(tmp_path), seeds, values)
+    count, examples = tables.verify(str(tmp_path), 10)
+    assert count >= 1
+    assert any(board == index.unrank(10, 12345).tolist() for board, _ in examples) or count > len(examples)
+
+
+def test_files_carry_their_attributes_and_stay_small(table_dir):
+    info = tables.table_info(table_dir, 12, full=True)
+    assert info["status"] == "ok"
+    assert info["bytes_per_position"] <= 0.5
+    assert sum(info["histogram"]) == index.layer_size(12)
+    with h5py.File(tables.table_path(table_dir, 12), "r") as handle:
+        assert handle.attrs["rules"] == tables.RULES
+        assert handle.attrs["index_scheme"] == index.INDEX_SCHEME
+        assert handle["values"].fletcher32
+        assert handle["values"].compression == "gzip"
+
+
+def _copy_layer(table_dir, tmp_path, seeds):
+    values = tables.load_values(table_dir, seeds)
+    return tables.write_table(str(tmp_path), seeds, values), values
+
+
+def test_missing_table_names_the_build_command(tmp_path):
+    with pytest.raises(MissingTableError, match="awele build --max-seeds 7"):
+        tables.load_values(str(tmp_path), 7)
+
+
+def test_truncated_file_is_refused(table_dir, tmp_path):
+    path, _ = _copy_layer(table_dir, tmp_path, 11)
+    size = os.path.getsize(path)
+    with open(path, "r+b") as handle:
+        handle.truncate(size // 2)
+    with pytest.raises(CorruptTableError, match="awele-11.h5"):
+        tables.load_values(str(tmp_path), 11)
+
+
+def test_bit_flip_in_the_values_is_refused(table_dir, tmp_path):
+    path, _ = _copy_layer(table_dir, tmp_path, 11)
+    with h5py.File(path, "r") as handle:
+        offset = handle["values"].id.get_chunk_info(0).byte_offset
+    with open(path, "r+b") as handle:
+        handle.seek(offset + 1000)
+        byte = handle.read(1)
+        handle.seek(offset + 1000)
+        handle.write(bytes([byte[0] ^ 0x10]))
+    with pytest.raises(CorruptTableError, match="awele-11.h5"):
+        tables.load_values(str(tmp_path), 11)
+
+
+def test_mismatched_rules_or_index_are_refused(table_dir, tmp_path):
+    path, _ = _copy_layer(table_dir, tmp_path, 9)
+    with h5py.File(path, "r+") as handle:
+        handle.attrs["index_version"] = 999
+    with pytest.raises(TableMismatchError, match="index_version"):
+        tables.open_table(str(tmp_path), 9)
+    path, _ = _copy_layer(table_dir, tmp_path, 8)
+    with h5py.File(path, "r+") as handle:
+        handle.attrs["rules"] = "kalah"
+    with pytest.raises(TableMismatchError, match="rules"):
+        tables.open_table(str(tmp_path), 8)
+
+
+def test_unfinished_file_is_refused(table_dir, tmp_path):
+    path, _ = _copy_layer(table_dir, tmp_path, 6)
+    with h5py.File(path, "r+") as handle:
+        del handle.attrs["complete"]
+    with pytest.raises(CorruptTableError, match="not finished"):
+        tables.open_table(str(tmp_path), 6)
+
+
+def test_a_killed_build_leaves_no_finished_looking_file_and_resumes(tmp_path):
+    directory = str(tmp_path / "db")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "solver.cli", "build", "--max-seeds", "15", "--dir", directory, "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+    )
+    # Wait until some layers exist, then kill it hard in the middle of the build.
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if os.path.isdir(directory) and len(tables.built_layers(directory)) >= 12:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    finished = tables.built_layers(directory)
+    assert len(finished) < 16, "the build finished before it could be killed"
+    for seeds in finished:  # every file that looks finished is complete and valid
+        assert tables.table_info(directory, seeds, full=True)["status"] == "ok"
+    rows = []
+    tables.build(15, directory, report=rows.append)
+    assert [row["built"] for row in rows[: len(finished)]] == [False] * len(finished)
+    assert all(row["built"] for row in rows[len(finished):])
+    assert not [name for name in os.listdir(directory) if tables.TEMPORARY_SUFFIX in name]
+    assert tables.verify(directory, 15)[0] == 0
+
+
+def test_cli_build_info_verify(tmp_path):
+    runner = CliRunner()
+    directory = str(tmp_path / "cli")
+    result = runner.invoke(cli, ["build", "--max-seeds", "9", "--dir", directory, "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "layer  9:" in result.output and "positions/s" in result.output
+    again = runner.invoke(cli, ["build", "--max-seeds", "9", "--dir", directory, "--quiet"])
+    assert again.exit_code == 0 and "present" in again.output
+    info = runner.invoke(cli, ["info", "--dir", directory, "--full"])
+    assert info.exit_code == 0 and info.output.count(" ok") == 10
+    verify = runner.invoke(cli, ["verify", "--dir", directory, "--seeds", "9"])
+    assert verify.exit_code == 0 and "layer  9: ok" in verify.output
+
+
+def test_cli_reports_damaged_tables_in_one_line(table_dir, tmp_path):
+    for seeds in range(7):
+        _copy_layer(table_dir, tmp_path, seeds)
+    path, _ = _copy_layer(table_dir, tmp_path, 7)
+    with open(path, "r+b") as handle:
+        handle.truncate(100)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["verify", "--dir", str(tmp_path), "--seeds", "7"])
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1 and "awele-07.h5" in result.output
