@@ -495,6 +495,7 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
             progress(f"stage {stage}", (seeds - stage + 1) / seeds)
     settle_endless(state)
     numba.set_parallel_chunksize(previous_chunk)
+    del exits
     values = state[:size, VALUE].copy()
     del state
     seconds = time.perf_counter() - started
