@@ -9,34 +9,31 @@ layer hard.
 
 Staged algorithm (the widening window of Romein and Bal, one pass per layer).
 For k = n, n-1, ..., 1, stage k resolves exactly the positions with |d| = k,
-given that every position with |d| > k is already resolved:
+given that every position with |d| > k is already resolved. Each position
+keeps a count of its non-capturing children not yet resolved (all resolved
+children of an unresolved position are positive: a negative one would have
+resolved it).
 
-* s gets d = +k when E(s) >= k or a non-capturing move reaches a child with
-  d = -k;
-* s gets d = -k when E(s) <= -k and every non-capturing child is resolved
-  (necessarily with d >= k).
+* Seeds: an unresolved s with E(s) = k is +k; one with E(s) = -k and no
+  unresolved child is -k.
+* Propagation: when c is resolved at -k, every unresolved predecessor is +k;
+  when c is resolved at +k, each unresolved predecessor counts one child
+  less, and one left with none and E <= -k is -k.
 
 Once stage 1 ends, what is left is endless play: d = 0.
 
-Parallel scheme, race-free without atomics. Inside a stage the work alternates
-between two sweeps, both split into fixed blocks of ranks that one thread owns
-at a time:
+Parallel scheme. Work is split into blocks of ranks. A propagation sweep
+takes the blocks flagged in the last sweep; for each FRESH position of its
+block, a thread generates the predecessors by un-sowing and updates them
+wherever they are, with byte atomics: a compare-and-swap claims an
+unresolved position (so exactly one thread resolves it and flags it FRESH),
+and an atomic decrement counts down its children. FRESH is cleared only by
+the block's owner, so every resolved position is propagated exactly once.
+Sweeps repeat until one finds nothing FRESH; flags for the next sweep go to
+a second array, so none is lost while a sweep reads the first.
 
-* evaluate: each marked, unresolved position of the block is re-evaluated by
-  pulling its children's values. If it resolves, it is written (by the
-  owner only) and flagged FRESH in its exit byte, which nobody else reads.
-* mark: for each FRESH position of the block, its predecessors are generated
-  by un-sowing and marked for the next evaluate sweep. Marks are byte stores
-  of the constant 1, so two threads marking the same position agree.
-
-A stage is seeded by marking every unresolved position with E = +-k and
-ends when an evaluate sweep resolves nothing. Reading a child's value while
-another thread may be writing it is harmless: a value is only ever written
-once, with its final value, so a position either sees it or sees it later.
-
-Memory: one value byte, one exit byte and one mark byte per position of the
-layer (3 bytes), plus a byte per block, plus the smaller layers at one byte per
-position.
+Memory: a (value, count) pair and an exit byte per position of the layer (3
+bytes), a byte per block, and the smaller layers at one byte per position.
 """
 
 import time
@@ -47,23 +44,20 @@ import numpy as np
 from numba import njit, prange
 
 from . import index
-from .prefetch import prefetch_row
+from .intrinsics import atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch_row
 from .rules import LAP_MASKS, RANGE_MASKS, ROW, ROW_ONES, legal_mask, play, terminal_value
 
-VALUE, MARK = 0, 1  # columns of the per-position state array
-MARK_BYTES = np.uint64(0xFF00FF00FF00FF00)  # the mark bytes of four state rows read as one word
-UNKNOWN = -128  # value byte of a position not resolved yet
+VALUE, COUNT = 0, 1  # columns of the per-position state array
+UNKNOWN = -128  # value of a position not resolved yet
 NO_EXIT = -128  # exit byte of a position without capturing moves (E = -infinity)
-CHECK = 1  # mark: a child was resolved (or a stage starts); re-evaluate
-WIN = 2  # mark: a child was resolved at -stage, so this position is +stage
-FRESH = 3  # mark of a position resolved in the last evaluate sweep (its owner's only)
+FRESH = 0x40  # bit of the count byte: resolved, predecessors not yet told
+CHILDREN = 0x0F  # bits of the count byte: non-capturing children not resolved
 
 BLOCK = 1 << 8  # ranks per block: the unit of work one thread owns
 CHUNK_BLOCKS = 64  # blocks handed to a thread at a time (dynamic scheduling)
-WALK_LIMIT = 8
-BATCH = 64  # predecessor ranks gathered before marking them
-EVALUATION_BATCH = 16  # positions whose children are ranked before they are pulled
-MAX_PREDECESSORS = 6 * 5 * 11  # a bound on the predecessors of one position  # step with the successor walk over gaps up to this, else unrank
+WALK_LIMIT = 8  # step with the successor walk over gaps up to this, else unrank
+BATCH = 64  # predecessor ranks gathered (and prefetched) before they are updated
+MAX_PREDECESSORS = 6 * 5 * 11  # a bound on the predecessors of one position
 HIGH_BITS = np.uint64(0x0000808080808080)  # bit 7 of each house lane: borrow detector
 
 
@@ -80,11 +74,13 @@ def _position_at(rank, current, mover, opponent, seeds, rows):
 
 @njit(cache=True, inline="always")
 def exit_value(mover, opponent, seeds, lower, lower_start):
-    """E(s): best capturing move (captured - d(child)), the terminal value, or NO_EXIT."""
+    """(E(s), non-capturing moves): E is the best capturing move (captured -
+    d(child)), the terminal value when there is no move, or NO_EXIT."""
     mask = legal_mask(mover, opponent)
     if mask == 0:
-        return terminal_value(mover, opponent)
+        return terminal_value(mover, opponent), 0
     best = NO_EXIT
+    children = 0
     for house in range(ROW):
         if mask & (1 << house):
             captured, child_mover, child_opponent = play(mover, opponent, house)
@@ -94,12 +90,14 @@ def exit_value(mover, opponent, seeds, lower, lower_start):
                 value = captured - lower[lower_start[child_seeds] + child]
                 if value > best:
                     best = value
-    return best
+            else:
+                children += 1
+    return best, children
 
 
 @njit(cache=True, parallel=True)
-def init_exits(seeds, state, exits, lower, lower_start, rows):
-    """Fill the exit byte of every position and set every value to UNKNOWN."""
+def init_layer(seeds, state, exits, lower, lower_start, rows):
+    """Every value UNKNOWN; exit bytes; counts of non-capturing children."""
     size = exits.shape[0]
     blocks = (size + BLOCK - 1) // BLOCK
     for block in prange(blocks):
@@ -107,145 +105,36 @@ def init_exits(seeds, state, exits, lower, lower_start, rows):
         stop = min(size, start + BLOCK)
         mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
         for rank in range(start, stop):
+            best, children = exit_value(mover, opponent, seeds, lower, lower_start)
             state[rank, VALUE] = UNKNOWN
-            exits[rank] = exit_value(mover, opponent, seeds, lower, lower_start)
+            state[rank, COUNT] = children
+            exits[rank] = best
             ok, mover, opponent = index.next_packed(mover, opponent, seeds)
 
 
 @njit(cache=True, parallel=True)
-def seed_stage(stage, state, exits, marked_blocks):
-    """Mark every unresolved position whose exit value is +stage or -stage."""
+def seed_stage(stage, state, exits, flags):
+    """Resolve the stage's seeds in place (E = +stage, or E = -stage with no
+    unresolved child) and flag their blocks; return how many."""
     size = exits.shape[0]
-    blocks = (size + BLOCK - 1) // BLOCK
-    for block in prange(blocks):
-        start = block * BLOCK
-        stop = min(size, start + BLOCK)
-        any_marked = False
-        for rank in range(start, stop):
-            exit = exits[rank]
-            if state[rank, VALUE] == UNKNOWN and (exit == stage or exit == -stage):
-                state[rank, MARK] = CHECK
-                any_marked = True
-        if any_marked:
-            marked_blocks[block] = 1
-
-
-@njit(cache=True, inline="always")
-def _settle_batch(stage, state, exits, pending, pending_count, children, child_counts):
-    """Resolve the pending positions of a batch from their (prefetched) children.
-
-    A position is +stage if the best of its exit and -d(child) over resolved
-    children reaches stage; it is -stage if every child is resolved and that
-    best is at most -stage. Returns how many resolved.
-    """
-    resolved = 0
-    for i in range(pending_count):
-        rank = pending[i]
-        best = np.int64(exits[rank])
-        open_child = False
-        for j in range(child_counts[i]):
-            child_value = state[children[i, j], VALUE]
-            if child_value == UNKNOWN:
-                open_child = True
-            elif -child_value > best:
-                best = -child_value
-        if best >= stage:
-            state[rank, VALUE] = stage
-        elif not open_child:
-            state[rank, VALUE] = -stage
-        else:
-            continue
-        state[rank, MARK] = FRESH
-        resolved += 1
-    return resolved
-
-
-@njit(cache=True, parallel=True)
-def evaluate_marked(stage, seeds, state, words, exits, marked_blocks, fresh_blocks, rows, scratch):
-    """Resolve marked positions; return how many were resolved.
-
-    A WIN mark (a child was resolved at -stage) or an exit reaching stage
-    resolves to +stage at once. A position whose exit is at most -stage may
-    be -stage: its non-capturing children are ranked and prefetched, a batch
-    at a time, then pulled (see _settle_batch). Other marks are dropped.
-    """
-    size = exits.shape[0]
-    blocks = marked_blocks.shape[0]
+    blocks = flags.shape[0]
     resolved = np.zeros(blocks, dtype=np.int64)
     for block in prange(blocks):
-        if marked_blocks[block] == 0:
-            continue
-        marked_blocks[block] = 0
         start = block * BLOCK
         stop = min(size, start + BLOCK)
-        current = -1
-        mover = np.uint64(0)
-        opponent = np.uint64(0)
         count = 0
-        thread = numba.get_thread_id()
-        pending = scratch.pending[thread]
-        children = scratch.children[thread]
-        child_counts = scratch.child_counts[thread]
-        pending_count = 0
         for rank in range(start, stop):
-            if rank & 3 == 0 and words[rank >> 2] & MARK_BYTES == 0:
-                continue  # none of these four positions is marked (rank + 3 < stop)
-            mark = state[rank, MARK]
-            if mark == 0:
-                continue
-            state[rank, MARK] = 0
-            if state[rank, VALUE] != UNKNOWN:
-                continue
-            best = np.int64(exits[rank])
-            if mark == WIN or best >= stage:
-                state[rank, VALUE] = stage
-                state[rank, MARK] = FRESH
+            best = exits[rank]
+            if state[rank, VALUE] == UNKNOWN and (
+                best == stage or (best == -stage and state[rank, COUNT] & CHILDREN == 0)
+            ):
+                state[rank, VALUE] = best
+                state[rank, COUNT] = state[rank, COUNT] | FRESH
                 count += 1
-                continue
-            if best > -stage:
-                continue
-            mover, opponent = _position_at(rank, current, mover, opponent, seeds, rows)
-            current = rank
-            mask = legal_mask(mover, opponent)
-            found = 0
-            for house in range(ROW):
-                if mask & (1 << house):
-                    captured, child_mover, child_opponent = play(mover, opponent, house)
-                    if captured == 0:
-                        child = index.rank_packed(child_mover, child_opponent, seeds)
-                        prefetch_row(state, child)
-                        children[pending_count, found] = child
-                        found += 1
-            pending[pending_count] = rank
-            child_counts[pending_count] = found
-            pending_count += 1
-            if pending_count == EVALUATION_BATCH:
-                count += _settle_batch(stage, state, exits, pending, pending_count, children, child_counts)
-                pending_count = 0
-        count += _settle_batch(stage, state, exits, pending, pending_count, children, child_counts)
         if count:
-            fresh_blocks[block] = 1
+            flags[block] = 1
         resolved[block] = count
     return resolved.sum()
-
-
-@njit(cache=True, inline="always")
-def _mark(rank, win, state, marked_blocks):
-    """Tell an unresolved predecessor that one of its children was resolved.
-
-    A child at -stage wins the predecessor outright (WIN); a child at +stage
-    asks for a re-evaluation (CHECK), which never overwrites a WIN. Resolved
-    positions are left alone: their FRESH mark belongs to their owner.
-    """
-    if state[rank, VALUE] != UNKNOWN:
-        return
-    if win:
-        state[rank, MARK] = WIN
-    elif state[rank, MARK] == 0:
-        state[rank, MARK] = CHECK
-    else:
-        return
-    marked_blocks[rank // BLOCK] = 1
 
 
 @njit(cache=True)
@@ -309,46 +198,74 @@ def predecessors(mover, opponent, seeds, state, found, count):
     return count
 
 
-@njit(cache=True, parallel=True)
-def mark_predecessors(seeds, state, words, exits, marked_blocks, fresh_blocks, rows, scratch):
-    """For each FRESH position, mark its unresolved predecessors and clear FRESH.
+@njit(cache=True, inline="always")
+def _tell(rank, child_value, stage, state, exits, next_flags):
+    """A child of `rank` was resolved at child_value (+-stage); update `rank`.
 
-    Predecessor ranks are gathered (and prefetched) in batches before any is
-    marked: the marks land at random places in the layer, and batching lets
-    those cache misses overlap instead of being paid one after another.
+    At -stage the predecessor is won (+stage). At +stage it has one unresolved
+    child less, and with none left and an exit at most -stage it is lost
+    (-stage). The compare-and-swap makes exactly one thread the resolver.
+    Returns 1 if this call resolved the position.
+    """
+    if state[rank, VALUE] != UNKNOWN:
+        return 0
+    if child_value < 0:
+        value = stage
+    else:
+        left = (atomic_sub(state, rank, COUNT, np.int8(1)) & CHILDREN) - 1
+        if left != 0 or exits[rank] > -stage:
+            return 0
+        value = -stage
+    if not compare_and_swap(state, rank, VALUE, np.int8(UNKNOWN), np.int8(value)):
+        return 0
+    atomic_or(state, rank, COUNT, np.int8(FRESH))
+    next_flags[rank // BLOCK] = 1
+    return 1
+
+
+@njit(cache=True, parallel=True)
+def propagate(stage, seeds, state, exits, flags, next_flags, rows, scratch):
+    """Tell the predecessors of every FRESH position of the flagged blocks.
+
+    Returns how many FRESH positions were processed. Predecessor ranks are
+    gathered (and prefetched) in batches before they are updated, so the cache
+    misses of those scattered updates overlap.
     """
     size = exits.shape[0]
-    blocks = fresh_blocks.shape[0]
+    blocks = flags.shape[0]
+    processed = np.zeros(blocks, dtype=np.int64)
     for block in prange(blocks):
-        if fresh_blocks[block] == 0:
+        if flags[block] == 0:
             continue
-        fresh_blocks[block] = 0
+        flags[block] = 0
+        thread = numba.get_thread_id()
+        found = scratch.found[thread]
+        told = scratch.told[thread]
         start = block * BLOCK
         stop = min(size, start + BLOCK)
         current = -1
         mover = np.uint64(0)
         opponent = np.uint64(0)
-        thread = numba.get_thread_id()
-        found = scratch.found[thread]
-        wins = scratch.wins[thread]
         count = 0
+        done = 0
         for rank in range(start, stop):
-            if rank & 3 == 0 and words[rank >> 2] & MARK_BYTES == 0:
-                continue  # none of these four positions is marked
-            if state[rank, MARK] != FRESH:
+            if state[rank, COUNT] & FRESH == 0:
                 continue
-            state[rank, MARK] = 0
+            atomic_and(state, rank, COUNT, np.int8(~FRESH))
+            done += 1
             mover, opponent = _position_at(rank, current, mover, opponent, seeds, rows)
             current = rank
             added = predecessors(mover, opponent, seeds, state, found, count)
-            wins[count:added] = state[rank, VALUE] < 0
+            told[count:added] = state[rank, VALUE]
             count = added
-            if count >= BATCH or rank == stop - 1:
+            if count >= BATCH:
                 for i in range(count):
-                    _mark(found[i], wins[i], state, marked_blocks)
+                    _tell(found[i], told[i], stage, state, exits, next_flags)
                 count = 0
         for i in range(count):
-            _mark(found[i], wins[i], state, marked_blocks)
+            _tell(found[i], told[i], stage, state, exits, next_flags)
+        processed[block] = done
+    return processed.sum()
 
 
 @njit(cache=True, parallel=True)
@@ -375,7 +292,7 @@ def bellman_mismatches(seeds, values, lower, lower_start, rows, limit):
         stop = min(size, start + BLOCK)
         mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
         for rank in range(start, stop):
-            best = np.int64(exit_value(mover, opponent, seeds, lower, lower_start))
+            best = np.int64(exit_value(mover, opponent, seeds, lower, lower_start)[0])
             mask = legal_mask(mover, opponent)
             for house in range(ROW):
                 if mask & (1 << house):
@@ -393,17 +310,16 @@ def bellman_mismatches(seeds, values, lower, lower_start, rows, limit):
     return counts.sum(), found[:limit]
 
 
-Scratch = namedtuple("Scratch", "pending children child_counts found wins")
+
+
+Scratch = namedtuple("Scratch", "found told")
 
 
 def make_scratch(threads):
     """Per-thread batch buffers, allocated once per layer rather than per block."""
     return Scratch(
-        np.empty((threads, EVALUATION_BATCH), dtype=np.int64),
-        np.empty((threads, EVALUATION_BATCH, ROW), dtype=np.int64),
-        np.empty((threads, EVALUATION_BATCH), dtype=np.int64),
         np.empty((threads, BATCH + MAX_PREDECESSORS), dtype=np.int64),
-        np.empty((threads, BATCH + MAX_PREDECESSORS), dtype=np.bool_),
+        np.empty((threads, BATCH + MAX_PREDECESSORS), dtype=np.int8),
     )
 
 
@@ -458,45 +374,43 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
         rows = index.RowTables(seeds).arrays
     size = index.layer_size(seeds)
     blocks = (size + BLOCK - 1) // BLOCK
-    # The value and mark of a position side by side: the predecessor sweep
-    # reads one and writes the other, so a random access costs one miss.
-    # Rows padded to a multiple of four so that `words` (the same bytes as
-    # uint64) lets sweeps skip four unmarked positions with one test.
-    state = np.zeros(((size + 3) // 4 * 4, 2), dtype=np.int8)
-    words = state.reshape(-1).view(np.uint64)
+    # The value and count of a position side by side: telling a predecessor
+    # reads one and updates the other, so a random access costs one miss.
+    state = np.empty((size, 2), dtype=np.int8)
     exits = np.empty(size, dtype=np.int8)
-    marked_blocks = np.zeros(blocks, dtype=np.uint8)
-    fresh_blocks = np.zeros(blocks, dtype=np.uint8)
+    flags = np.zeros(blocks, dtype=np.uint8)
+    next_flags = np.zeros(blocks, dtype=np.uint8)
 
-    # Marked blocks cluster in parts of the rank space: hand them out in
+    # Flagged blocks cluster in parts of the rank space: hand them out in
     # small chunks rather than one contiguous half per thread.
     previous_chunk = numba.set_parallel_chunksize(CHUNK_BLOCKS)
-    scratch = make_scratch(numba.get_num_threads())
-    started = time.perf_counter()
-    init_exits(seeds, state, exits, lower.flat, lower.starts, rows)
-    exits_seconds = time.perf_counter() - started
-    if progress:
-        progress("exits", 1.0)
-
-    stages = []
-    for stage in range(seeds, 0, -1):
-        seed_stage(stage, state, exits, marked_blocks)
-        resolved = 0
-        rounds = 0
-        while True:
-            rounds += 1
-            new = evaluate_marked(stage, seeds, state, words, exits, marked_blocks, fresh_blocks, rows, scratch)
-            if new == 0:
-                break
-            resolved += int(new)
-            mark_predecessors(seeds, state, words, exits, marked_blocks, fresh_blocks, rows, scratch)
-        stages.append(StageReport(stage, resolved, rounds))
+    try:
+        scratch = make_scratch(numba.get_num_threads())
+        started = time.perf_counter()
+        init_layer(seeds, state, exits, lower.flat, lower.starts, rows)
+        exits_seconds = time.perf_counter() - started
         if progress:
-            progress(f"stage {stage}", (seeds - stage + 1) / seeds)
-    settle_endless(state)
-    numba.set_parallel_chunksize(previous_chunk)
+            progress("exits", 1.0)
+        stages = []
+        for stage in range(seeds, 0, -1):
+            seed_stage(stage, state, exits, flags)
+            resolved = 0
+            sweeps = 0
+            while True:
+                sweeps += 1
+                processed = propagate(stage, seeds, state, exits, flags, next_flags, rows, scratch)
+                flags, next_flags = next_flags, flags
+                if processed == 0:
+                    break
+                resolved += int(processed)
+            stages.append(StageReport(stage, resolved, sweeps))
+            if progress:
+                progress(f"stage {stage}", (seeds - stage + 1) / seeds)
+        settle_endless(state)
+    finally:
+        numba.set_parallel_chunksize(previous_chunk)
     del exits
-    values = state[:size, VALUE].copy()
+    values = state[:, VALUE].copy()
     del state
     seconds = time.perf_counter() - started
     stats = {
@@ -504,7 +418,7 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
         "seconds": seconds,
         "exit_seconds": exits_seconds,
         "stages": [(s.stage, s.resolved, s.rounds) for s in stages],
-        "working_bytes": 3 * size + marked_blocks.nbytes + fresh_blocks.nbytes,
+        "working_bytes": 3 * size + flags.nbytes + next_flags.nbytes,
     }
     return values, stats
 
