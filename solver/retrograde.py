@@ -54,7 +54,6 @@ FRESH = 0x40  # bit of the count byte: resolved, predecessors not yet told
 CHILDREN = 0x0F  # bits of the count byte: non-capturing children not resolved
 
 BLOCK = 1 << 8  # ranks per block: the unit of work one thread owns
-CHUNK_BLOCKS = 64  # blocks handed to a thread at a time (dynamic scheduling)
 WALK_LIMIT = 8  # step with the successor walk over gaps up to this, else unrank
 BATCH = 64  # predecessor ranks gathered (and prefetched) before they are updated
 MAX_PREDECESSORS = 6 * 5 * 11  # a bound on the predecessors of one position
@@ -224,20 +223,17 @@ def _tell(rank, child_value, stage, state, exits, next_flags):
 
 
 @njit(cache=True, parallel=True)
-def propagate(stage, seeds, state, exits, flags, next_flags, rows, scratch):
-    """Tell the predecessors of every FRESH position of the flagged blocks.
+def propagate(stage, seeds, state, exits, active, next_flags, rows, scratch):
+    """Tell the predecessors of every FRESH position of the `active` blocks.
 
     Returns how many FRESH positions were processed. Predecessor ranks are
     gathered (and prefetched) in batches before they are updated, so the cache
     misses of those scattered updates overlap.
     """
     size = exits.shape[0]
-    blocks = flags.shape[0]
-    processed = np.zeros(blocks, dtype=np.int64)
-    for block in prange(blocks):
-        if flags[block] == 0:
-            continue
-        flags[block] = 0
+    processed = np.zeros(active.shape[0], dtype=np.int64)
+    for item in prange(active.shape[0]):
+        block = active[item]
         thread = numba.get_thread_id()
         found = scratch.found[thread]
         told = scratch.told[thread]
@@ -264,7 +260,7 @@ def propagate(stage, seeds, state, exits, flags, next_flags, rows, scratch):
                 count = 0
         for i in range(count):
             _tell(found[i], told[i], stage, state, exits, next_flags)
-        processed[block] = done
+        processed[item] = done
     return processed.sum()
 
 
@@ -381,11 +377,13 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
     flags = np.zeros(blocks, dtype=np.uint8)
     next_flags = np.zeros(blocks, dtype=np.uint8)
 
-    # Flagged blocks cluster in parts of the rank space: hand them out in
-    # small chunks rather than one contiguous half per thread.
-    previous_chunk = numba.set_parallel_chunksize(CHUNK_BLOCKS)
+    # Each sweep runs over the list of flagged blocks only, split evenly
+    # between the threads (static scheduling: numba's dynamic chunks cost
+    # more in scheduling than they save in balance here).
+    previous_chunk = numba.set_parallel_chunksize(0)
     try:
-        scratch = make_scratch(numba.get_num_threads())
+        threads_used = numba.get_num_threads()
+        scratch = make_scratch(threads_used)
         started = time.perf_counter()
         init_layer(seeds, state, exits, lower.flat, lower.starts, rows)
         exits_seconds = time.perf_counter() - started
@@ -398,11 +396,12 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
             sweeps = 0
             while True:
                 sweeps += 1
-                processed = propagate(stage, seeds, state, exits, flags, next_flags, rows, scratch)
-                flags, next_flags = next_flags, flags
-                if processed == 0:
+                active = np.flatnonzero(flags)
+                if active.shape[0] == 0:
                     break
-                resolved += int(processed)
+                flags[active] = 0
+                resolved += int(propagate(stage, seeds, state, exits, active, next_flags, rows, scratch))
+                flags, next_flags = next_flags, flags
             stages.append(StageReport(stage, resolved, sweeps))
             if progress:
                 progress(f"stage {stage}", (seeds - stage + 1) / seeds)
