@@ -111,18 +111,21 @@ def init_layer(seeds, state, exits, lower, lower_start, rows):
             ok, mover, opponent = index.next_packed(mover, opponent, seeds)
 
 
-@njit(cache=True, parallel=True)
-def seed_stage(stage, state, exits, flags):
-    """Resolve the stage's seeds in place (E = +stage, or E = -stage with no
-    unresolved child) and flag their blocks; return how many."""
-    size = exits.shape[0]
-    blocks = flags.shape[0]
-    resolved = np.zeros(blocks, dtype=np.int64)
-    for block in prange(blocks):
-        start = block * BLOCK
-        stop = min(size, start + BLOCK)
-        count = 0
-        for rank in range(start, stop):
+@njit(cache=True, inline="always")
+def _has_byte(word, byte_pattern):
+    """Whether any byte of `word` equals the byte repeated in `byte_pattern`."""
+    diff = word ^ byte_pattern
+    return ((diff - np.uint64(0x0101010101010101)) & ~diff & np.uint64(0x8080808080808080)) != 0
+
+
+@njit(cache=True)
+def _seed_block(stage, start, stop, state, exits, exit_words, plus, minus):
+    count = 0
+    for word in range(start // 8, (stop + 7) // 8):
+        bits = exit_words[word]
+        if not (_has_byte(bits, plus) or _has_byte(bits, minus)):
+            continue
+        for rank in range(word * 8, min(stop, word * 8 + 8)):
             best = exits[rank]
             if state[rank, VALUE] == UNKNOWN and (
                 best == stage or (best == -stage and state[rank, COUNT] & CHILDREN == 0)
@@ -130,6 +133,25 @@ def seed_stage(stage, state, exits, flags):
                 state[rank, VALUE] = best
                 state[rank, COUNT] = state[rank, COUNT] | FRESH
                 count += 1
+    return count
+
+
+@njit(cache=True, parallel=True)
+def seed_stage(stage, state, exits, exit_words, flags):
+    """Resolve the stage's seeds in place (E = +stage, or E = -stage with no
+    unresolved child) and flag their blocks; return how many.
+
+    The exit bytes are scanned eight at a time (as words of `exit_words`),
+    looking only into words that hold +stage or -stage somewhere.
+    """
+    size = exits.shape[0]
+    blocks = flags.shape[0]
+    plus = np.uint64(stage & 0xFF) * np.uint64(0x0101010101010101)
+    minus = np.uint64((-stage) & 0xFF) * np.uint64(0x0101010101010101)
+    resolved = np.zeros(blocks, dtype=np.int64)
+    for block in prange(blocks):
+        start = block * BLOCK
+        count = _seed_block(stage, start, min(size, start + BLOCK), state, exits, exit_words, plus, minus)
         if count:
             flags[block] = 1
         resolved[block] = count
@@ -373,7 +395,8 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
     # The value and count of a position side by side: telling a predecessor
     # reads one and updates the other, so a random access costs one miss.
     state = np.empty((size, 2), dtype=np.int8)
-    exits = np.empty(size, dtype=np.int8)
+    exits = np.zeros((size + 7) // 8 * 8, dtype=np.int8)[:size]  # padded for exit_words
+    exit_words = exits.base.view(np.uint64)
     flags = np.zeros(blocks, dtype=np.uint8)
     next_flags = np.zeros(blocks, dtype=np.uint8)
 
@@ -389,9 +412,14 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
         exits_seconds = time.perf_counter() - started
         if progress:
             progress("exits", 1.0)
+        exit_counts = np.bincount(exits.view(np.uint8), minlength=256)
+        seed_seconds = 0.0
         stages = []
         for stage in range(seeds, 0, -1):
-            seed_stage(stage, state, exits, flags)
+            tick = time.perf_counter()
+            if exit_counts[stage] or exit_counts[(-stage) & 0xFF]:
+                seed_stage(stage, state, exits, exit_words, flags)
+            seed_seconds += time.perf_counter() - tick
             resolved = 0
             sweeps = 0
             while True:
@@ -408,7 +436,7 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
         settle_endless(state)
     finally:
         numba.set_parallel_chunksize(previous_chunk)
-    del exits
+    del exits, exit_words
     values = state[:, VALUE].copy()
     del state
     seconds = time.perf_counter() - started
@@ -416,6 +444,7 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
         "positions": size,
         "seconds": seconds,
         "exit_seconds": exits_seconds,
+        "seed_seconds": seed_seconds,
         "stages": [(s.stage, s.resolved, s.rounds) for s in stages],
         "working_bytes": 3 * size + flags.nbytes + next_flags.nbytes,
     }
