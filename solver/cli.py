@@ -240,6 +240,176 @@ def verify(seeds, directory, as_json):
         raise click.exceptions.Exit(1)
 
 
+EMBEDDED_SEEDS = 16  # `best` builds missing layers up to this many seeds by itself
+
+
+def _open_tablebase(directory, position, quiet=False):
+    """A Tablebase for `position`, building small missing layers on the way."""
+    from .probe import Tablebase
+    from . import tables
+
+    directory = directory or tables.default_directory()
+    tablebase = Tablebase(directory)
+    needed = position.seeds
+    missing = [n for n in range(needed + 1) if not tablebase.has_layer(n)]
+    if missing and needed <= EMBEDDED_SEEDS:
+        from tqdm import tqdm
+
+        if not quiet:
+            click.echo(f"building the missing tables up to {needed} seeds in {directory} (once)", err=True)
+        bar = tqdm(total=needed + 1, desc="tables", unit="layer", disable=quiet, file=sys.stderr)
+        tables.build(needed, directory, report=lambda row: bar.update(1))
+        bar.close()
+    return tablebase
+
+
+def _score_text(position, scores):
+    south, north = scores
+    def fmt(x):
+        return f"{x:g}"
+    outcome = "draw" if south == north else ("South wins" if south > north else "North wins")
+    return f"South {fmt(south)} - North {fmt(north)} ({outcome})"
+
+
+@cli.command(name="best")
+@click.argument("position", required=False)
+@click.option("--moves", help='Moves played from POSITION (or the opening), e.g. "1. F b 2. D a".')
+@_directory_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def best_command(position, moves, directory, as_json):
+    """The value of POSITION and of every legal move; the best ones marked."""
+    pos = parse_position(position, moves)
+    if pos.is_over():
+        scores = pos.result()
+        if as_json:
+            emit_json({"position": str(pos), "over": True, "reason": pos.terminal_rule(), "result": list(scores)})
+        else:
+            click.echo(pos.diagram())
+            click.echo(f"game over ({pos.terminal_rule()}): {_score_text(pos, scores)}")
+        return
+    with _open_tablebase(directory, pos, quiet=as_json) as tablebase:
+        value = tablebase.value(pos)
+        moves_list = tablebase.moves(pos)
+        predicted = tablebase.predicted_result(pos)
+    best = max(m.value for m in moves_list)
+    if as_json:
+        emit_json(
+            {
+                "position": str(pos),
+                "to_move": pos.to_move,
+                "seeds": pos.seeds,
+                "value": value,
+                "predicted_result": list(predicted),
+                "outcome": "draw" if predicted[0] == predicted[1] else ("S" if predicted[0] > predicted[1] else "N"),
+                "moves": [
+                    {"move": m.move, "captured": m.captured, "value": m.value, "best": m.value == best}
+                    for m in moves_list
+                ],
+                "best_moves": [m.move for m in moves_list if m.value == best],
+            }
+        )
+        return
+    side = "South" if pos.to_move == "S" else "North"
+    click.echo(pos.diagram())
+    click.echo(f"position: {pos}")
+    click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board")
+    click.echo(f"perfect play ends: {_score_text(pos, predicted)}")
+    for m in moves_list:
+        mark = "*" if m.value == best else " "
+        capture = f"  captures {m.captured}" if m.captured else ""
+        click.echo(f"  {mark} {m.move}  {m.value:+d}{capture}")
+
+
+cli.add_command(best_command, name="query")
+
+
+@cli.command()
+@click.argument("position", required=False)
+@click.option("--moves", help="Moves played from POSITION (or the opening).")
+@click.option("--max-plies", type=click.IntRange(min=1), default=200, show_default=True)
+@_directory_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def line(position, moves, max_plies, directory, as_json):
+    """The perfect-play line from POSITION, move by move, and why it ends."""
+    pos = parse_position(position, moves)
+    with _open_tablebase(directory, pos, quiet=as_json) as tablebase:
+        result = tablebase.line(pos, max_plies=max_plies)
+        predicted = tablebase.predicted_result(pos) if not pos.is_over() else pos.result()
+    if as_json:
+        emit_json(
+            {
+                "position": str(pos),
+                "value": result.value,
+                "moves": result.moves,
+                "captures": result.captures,
+                "end": result.end_reason,
+                "result": list(result.result) if result.result else None,
+                "predicted_result": list(predicted),
+            }
+        )
+        return
+    click.echo(f"position: {pos}   value {result.value:+d}")
+    side = pos.to_move
+    for number, (move, captured) in enumerate(zip(result.moves, result.captures), start=1):
+        who = "South" if side == "S" else "North"
+        extra = f"  captures {captured}" if captured else ""
+        click.echo(f"{number:4d}. {who:5s} {move}{extra}")
+        side = "N" if side == "S" else "S"
+    click.echo(f"ends: {result.end_reason}" + (f"; {_score_text(pos, result.result)}" if result.result else ""))
+    if result.end_reason == "repetition":
+        click.echo("(the tables score endless play as an even split; the true rule applied at the repetition)")
+
+
+@cli.command()
+@click.option("--side", type=click.Choice(["S", "N"], case_sensitive=False), default="S", show_default=True,
+              help="The side you play.")
+@click.option("--position", "start", default=None, help="Start position (default: the opening).")
+@_directory_option
+def play(side, start, directory):
+    """Play against perfect play in the terminal.
+
+    Type a house letter to move, `values` for every move's value, `undo` to
+    take back your last move, `quit` to stop.
+    """
+    side = side.upper()
+    position = parse_position(start)
+    game = Game(position)
+    with _open_tablebase(directory, position) as tablebase:
+        while not game.is_over():
+            current = game.position
+            click.echo(current.diagram())
+            if current.to_move != side:
+                reply = tablebase.line(current, max_plies=1)
+                move = reply.moves[0]
+                captured = game.play(move)
+                click.echo(f"awele plays {move}" + (f", capturing {captured}" if captured else ""))
+                continue
+            answer = click.prompt(f"your move ({' '.join(current.legal_moves())}, values, undo, quit)").strip()
+            if answer == "quit":
+                click.echo("stopped")
+                return
+            if answer == "values":
+                for m in tablebase.moves(current):
+                    click.echo(f"  {m.move} {m.value:+d}")
+                continue
+            if answer == "undo":
+                if len(game.moves) < 2:
+                    click.echo("nothing to take back")
+                    continue
+                game.undo()
+                game.undo()
+                continue
+            try:
+                captured = game.play(answer)
+            except AweleError as error:
+                click.echo(f"illegal: {error}")
+                continue
+            if captured:
+                click.echo(f"you capture {captured}")
+        click.echo(game.position.diagram())
+        click.echo(f"game over ({game.end_reason}): {_score_text(game.position, game.result())}")
+
+
 def main(argv=None):
     """Entry point of the console script."""
     cli.main(args=argv, prog_name="awele")

@@ -64,7 +64,8 @@ def expected_attributes(seeds):
 
 def histogram(values, seeds):
     """Counts of each value d = -seeds..seeds (index d + seeds)."""
-    return np.bincount(values.astype(np.int64) + seeds, minlength=2 * seeds + 1)
+    counts = retrograde.byte_histogram(values)
+    return np.array([counts[d & 0xFF] for d in range(-seeds, seeds + 1)], dtype=np.int64)
 
 
 def write_table(directory, seeds, values, build_seconds=0.0, extra=None):

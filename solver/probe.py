@@ -1,0 +1,416 @@
+"""Perfect-play lookup in the endgame tables: values, move values, best moves, lines.
+
+>>> with Tablebase("databases") as tablebase:          # doctest: +SKIP
+...     position = Position.from_string("0-0-0-0-1-2/1-0-0-0-0-0 N 20:23")
+...     tablebase.value(position), tablebase.best_moves(position)
+
+A value is the seeds the side to move will capture from now on minus those
+the other side will capture, under perfect play (RULES.md). Positions whose
+opponent houses are all occupied lie outside the index; they are answered by
+one ply of lookup. A layer that is not built raises MissingTableError naming
+the command that builds it.
+"""
+
+import os
+
+import h5py
+import numpy as np
+from numba import njit
+
+from . import index, tables
+from .errors import InvalidPositionError, MissingTableError
+from .position import HOUSE_LETTERS, Game, Position
+from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play, terminal_value
+
+WHOLE_LAYER_LIMIT = 20_000_000  # layers up to this many positions are read whole on first use
+NOT_LOADED = -1
+
+
+@njit(cache=True)
+def _value_packed(mover, opponent, flat, starts, loaded):
+    """d of a packed position from the loaded layers; one ply when outside the index.
+
+    Returns NOT_TERMINAL (127) when a layer it needs is not loaded.
+    """
+    seeds = board_seeds(mover, opponent)
+    terminal = terminal_value(mover, opponent)
+    if terminal != NOT_TERMINAL:
+        return terminal
+    if index.packed_in_index(opponent):
+        if not loaded[seeds]:
+            return NOT_TERMINAL
+        return np.int64(flat[starts[seeds] + index.rank_packed(mover, opponent, seeds)])
+    best = -1000
+    mask = legal_mask(mover, opponent)
+    for house in range(ROW):
+        if mask & (1 << house):
+            captured, child_mover, child_opponent = play(mover, opponent, house)
+            child_seeds = seeds - captured
+            if not loaded[child_seeds]:
+                return NOT_TERMINAL
+            child = flat[starts[child_seeds] + index.rank_packed(child_mover, child_opponent, child_seeds)]
+            value = captured - np.int64(child)
+            if value > best:
+                best = value
+    return best
+
+
+@njit(cache=True)
+def _values(boards, flat, starts, loaded, out):
+    """out[i] = d of boards[i] (mover view); returns the first index that needs
+    a layer not loaded, or -1."""
+    for i in range(boards.shape[0]):
+        mover, opponent = pack(boards[i])
+        value = _value_packed(mover, opponent, flat, starts, loaded)
+        if value == NOT_TERMINAL:
+            return i
+        out[i] = value
+    return -1
+
+
+class MoveValue:
+    """One legal move: its letter, the seeds it captures, and its value for the mover."""
+
+    __slots__ = ("move", "captured", "value")
+
+    def __init__(self, move, captured, value):
+        self.move = move
+        self.captured = captured
+        self.value = value
+
+    def __repr__(self):
+        return f"MoveValue({self.move!r}, captured={self.captured}, value={self.value})"
+
+
+class Line:
+    """A perfect-play line: moves with their captures, the positions, and how it ended."""
+
+    def __init__(self, start, value):
+        self.start = start
+        self.value = value
+        self.moves = []
+        self.captures = []
+        self.positions = [start]
+        self.end_reason = None
+        self.result = None
+
+    def __len__(self):
+        return len(self.moves)
+
+    def __repr__(self):
+        return f"Line({' '.join(self.moves)!r}, end={self.end_reason!r}, result={self.result})"
+
+
+class Tablebase:
+    """The endgame tables of a folder, opened lazily, usable as a context manager.
+
+    ``directory`` defaults to $AWELE_DATABASES or ./databases. Small layers are
+    read whole on first use; larger ones are read a chunk at a time for single
+    probes and whole for :meth:`values`.
+    """
+
+    def __init__(self, directory=None):
+        self.directory = directory or tables.default_directory()
+        self._flat_layers = {}
+        self._files = {}
+        self._max = index.MAX_SEEDS
+        self._starts = np.zeros(self._max + 2, dtype=np.int64)
+        self._loaded = np.zeros(self._max + 1, dtype=np.bool_)
+        self._flat = np.zeros(0, dtype=np.int8)
+
+    # Files -----------------------------------------------------------------------
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Close the open files and drop the loaded layers."""
+        for handle in self._files.values():
+            handle.close()
+        self._files.clear()
+        self._flat_layers.clear()
+        self._loaded[:] = False
+        self._flat = np.zeros(0, dtype=np.int8)
+
+    def layers(self):
+        """Seed counts with a table file in the folder."""
+        return tables.built_layers(self.directory) if os.path.isdir(self.directory) else []
+
+    def has_layer(self, seeds):
+        return os.path.exists(tables.table_path(self.directory, seeds))
+
+    def _dataset(self, seeds):
+        handle = self._files.get(seeds)
+        if handle is None:
+            handle = self._files[seeds] = tables.open_table(self.directory, seeds)
+        return handle[tables.DATASET]
+
+    def load(self, seeds):
+        """Read layer `seeds` whole into memory (checksums verified)."""
+        if self._loaded[seeds]:
+            return
+        values = tables.load_values(self.directory, seeds)
+        self._flat_layers[seeds] = values
+        self._rebuild_flat()
+
+    def _rebuild_flat(self):
+        # The kernels read every loaded layer through one flat array and offsets.
+        order = sorted(self._flat_layers)
+        sizes = [self._flat_layers[s].shape[0] for s in order]
+        self._flat = np.concatenate([self._flat_layers[s] for s in order]) if order else np.zeros(0, np.int8)
+        for seeds in order:
+            self._flat_layers[seeds] = None
+        offset = 0
+        self._loaded[:] = False
+        for seeds, size in zip(order, sizes):
+            self._starts[seeds] = offset
+            self._flat_layers[seeds] = self._flat[offset : offset + size]
+            self._loaded[seeds] = True
+            offset += size
+
+    def _lookup(self, seeds, rank):
+        """d at (layer, rank): from memory, or one chunk from the file."""
+        if self._loaded[seeds]:
+            return int(self._flat_layers[seeds][rank])
+        if index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
+            self.load(seeds)
+            return int(self._flat_layers[seeds][rank])
+        try:
+            return int(self._dataset(seeds)[rank])
+        except OSError as error:
+            raise tables.CorruptTableError(f"{tables.table_path(self.directory, seeds)} is damaged: {error}") from None
+
+    # Values ----------------------------------------------------------------------
+
+    def _board_value(self, board):
+        """d of a mover-view board (12 ints)."""
+        mover, opponent = pack(np.asarray(board, dtype=np.uint8))
+        terminal = terminal_value(mover, opponent)
+        if terminal != NOT_TERMINAL:
+            return int(terminal)
+        seeds = int(board_seeds(mover, opponent))
+        if index.packed_in_index(opponent):
+            return self._lookup(seeds, int(index.rank_packed(mover, opponent, seeds)))
+        best = None
+        mask = legal_mask(mover, opponent)
+        for house in range(ROW):
+            if mask & (1 << house):
+                captured, child_mover, child_opponent = play(mover, opponent, house)
+                child_seeds = seeds - int(captured)
+                child = self._lookup(child_seeds, int(index.rank_packed(child_mover, child_opponent, child_seeds)))
+                value = int(captured) - child
+                best = value if best is None else max(best, value)
+        return best
+
+    def value(self, position):
+        """d for the side to move: seeds it will capture from now on minus the other side's.
+
+        Raises MissingTableError when a needed layer is not built.
+        """
+        position = _as_position(position)
+        return self._board_value(position.mover_board())
+
+    def move_values(self, position):
+        """{move letter: value of the position for the mover after that move}.
+
+        A move's value is the seeds it captures minus the child's value.
+        """
+        return {m.move: m.value for m in self.moves(position)}
+
+    def moves(self, position):
+        """Every legal move as a MoveValue (letter, seeds captured, value), in sowing order."""
+        position = _as_position(position)
+        result = []
+        for move in position.legal_moves():
+            child, captured = position.play_capture(move)
+            child_value = self._board_value(child.mover_board())
+            result.append(MoveValue(move, captured, captured - child_value))
+        return result
+
+    def best_moves(self, position):
+        """The letters of the moves that keep the position's value."""
+        moves = self.moves(position)
+        if not moves:
+            return []
+        best = max(m.value for m in moves)
+        return [m.move for m in moves if m.value == best]
+
+    def values(self, boards):
+        """Vectorised d of an (N, 12) uint8 array of mover-view boards -> int8 array.
+
+        Every layer needed is read whole into memory.
+        """
+        boards = np.ascontiguousarray(boards, dtype=np.uint8)
+        if boards.ndim != 2 or boards.shape[1] != HOUSES:
+            raise InvalidPositionError(f"boards must be an (N, 12) array, got shape {boards.shape}")
+        totals = boards.sum(axis=1, dtype=np.int64)
+        if boards.shape[0] and totals.max() > index.MAX_SEEDS:
+            raise InvalidPositionError("a board holds more than 48 seeds")
+        out = np.empty(boards.shape[0], dtype=np.int8)
+        while True:
+            stuck = _values(boards, self._flat, self._starts, self._loaded, out)
+            if stuck < 0:
+                return out
+            self._load_for(boards[stuck])
+
+    def _load_for(self, board):
+        """Load the layers a board needs (its own, or its children's when outside the index)."""
+        mover, opponent = pack(board)
+        seeds = int(board_seeds(mover, opponent))
+        needed = {seeds}
+        if not index.packed_in_index(opponent):
+            mask = legal_mask(mover, opponent)
+            needed = {seeds - int(play(mover, opponent, h)[0]) for h in range(ROW) if mask & (1 << h)}
+        for layer in sorted(needed):
+            if not self.has_layer(layer):
+                raise MissingTableError(
+                    f"layer {layer} is not built in {self.directory}: run `{tables.build_command(layer, self.directory)}`"
+                )
+            self.load(layer)
+
+    # Lines -----------------------------------------------------------------------
+
+    def _best_edges(self, board):
+        """(value, [(house, captured, child board or None if it leaves the layer)])
+        of the best moves of a mover-view board."""
+        mover, opponent = pack(np.asarray(board, dtype=np.uint8))
+        mask = legal_mask(mover, opponent)
+        edges = []
+        for house in range(ROW):
+            if mask & (1 << house):
+                captured, child_mover, child_opponent = play(mover, opponent, house)
+                child = tuple(int(x) for x in index.unpack(child_mover, child_opponent))
+                value = int(captured) - self._board_value(child)
+                edges.append((value, house, int(captured), child))
+        if not edges:
+            return None, []
+        best = max(e[0] for e in edges)
+        return best, [(h, c, child) for v, h, c, child in edges if v == best]
+
+    def _progress(self, board, limit=200_000):
+        """Attractor ranks toward leaving the layer, for the side winning `board`.
+
+        In a won position (d > 0) perfect play must still make progress: a
+        best move can lead round a cycle of best moves forever. Over the graph
+        of best moves reachable from `board` without captures, rank 0 is a
+        position where the winner's best move captures (leaves the layer) or
+        the loser's every best move does; a winner's position gets 1 + the
+        smallest rank of its best children, a loser's 1 + the largest. The
+        winner then plays toward the smallest rank. Returns {board: rank}, or
+        None when the graph exceeds `limit` positions.
+        """
+        root = tuple(int(x) for x in board)
+        value, _ = self._best_edges(root)
+        if value is None or value <= 0:
+            return None
+        nodes = {}
+        stack = [(root, True)]
+        while stack:
+            node, winner = stack.pop()
+            if node in nodes:
+                continue
+            if len(nodes) >= limit:
+                return None
+            _, edges = self._best_edges(node)
+            nodes[node] = (winner, edges)
+            for house, captured, child in edges:
+                if captured == 0 and sum(child) > 0:
+                    stack.append((child, not winner))
+        parents = {node: [] for node in nodes}
+        waiting = {}
+        rank = {}
+        frontier = []
+        for node, (winner, edges) in nodes.items():
+            inner = [child for _, captured, child in edges if captured == 0 and child in nodes]
+            exits = len(edges) - len(inner)
+            for child in inner:
+                parents[child].append(node)
+            if (winner and (exits or not edges)) or (not winner and not inner):
+                rank[node] = 0
+                frontier.append(node)
+            waiting[node] = len(inner)
+        while frontier:
+            following = []
+            for child in frontier:
+                for parent in parents[child]:
+                    if parent in rank:
+                        continue
+                    winner = nodes[parent][0]
+                    waiting[parent] -= 1
+                    if winner or waiting[parent] == 0:
+                        rank[parent] = rank[child] + 1
+                        following.append(parent)
+            frontier = following
+        return rank
+
+    def line(self, position, max_plies=200):
+        """The perfect-play line from `position` as a Line.
+
+        Both sides play best moves. The winning side plays toward leaving the
+        layer (see _progress), so a won line never circles; otherwise a
+        capture, then a position not yet met, is preferred. The line ends by
+        the rules: rules 5 and 6, 25 seeds, 24-24, or the true repetition rule
+        (a position met a second time ends the game, each side taking the
+        seeds on its own side), or after max_plies.
+        """
+        position = _as_position(position)
+        line = Line(position, self.value(position))
+        game = Game(position)
+        progress = None
+        progress_side = None
+        while not game.is_over() and len(line.moves) < max_plies:
+            current = game.position
+            board = tuple(int(x) for x in current.mover_board())
+            moves = self.moves(current)
+            best = max(m.value for m in moves)
+            candidates = [m for m in moves if m.value == best]
+            if best > 0 and (progress is None or board not in progress or progress_side != current.to_move):
+                progress = self._progress(board)
+                progress_side = current.to_move
+            seen = {p.key() for p in game.positions}
+
+            def preference(candidate):
+                child, captured = current.play_capture(candidate.move)
+                child_board = tuple(int(x) for x in child.mover_board())
+                if best > 0 and progress is not None and captured == 0:
+                    distance = -progress.get(child_board, len(progress) + 1)
+                else:
+                    distance = 0
+                return (captured > 0 or child.is_over(), distance, child.key() not in seen)
+
+            choice = max(candidates, key=preference)
+            captured = game.play(choice.move)
+            if captured:
+                progress = None
+            line.moves.append(choice.move)
+            line.captures.append(captured)
+            line.positions.append(game.position)
+        line.end_reason = game.end_reason or "ply limit"
+        line.result = game.result()
+        return line
+
+    def predicted_result(self, position):
+        """Final (South, North) seed totals the value predicts: captured so far
+        plus (n + d) / 2 for the mover (a half seed only from endless play)."""
+        position = _as_position(position)
+        d = self.value(position)
+        mover_share = (position.seeds + d) / 2
+        other_share = position.seeds - mover_share
+        south, north = position.captured
+        if position.to_move == "S":
+            return south + mover_share, north + other_share
+        return south + other_share, north + mover_share
+
+
+def _as_position(position):
+    if isinstance(position, Position):
+        return position
+    if isinstance(position, str):
+        return Position.from_string(position)
+    raise InvalidPositionError(f"expected a Position or its notation, got {type(position).__name__}")
+
+
+__all__ = ["Line", "MoveValue", "Tablebase", "HOUSE_LETTERS"]
