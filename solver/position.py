@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from . import rules
+from . import index, rules
 from .errors import GameOverError, IllegalMoveError, InvalidPositionError, InvalidRecordError
 
 SOUTH = "S"
@@ -48,7 +48,7 @@ class Position:
     Positions are immutable and hashable; ``play`` returns a new one.
     """
 
-    __slots__ = ("_houses", "_to_move", "_captured")
+    __slots__ = ("_houses", "_to_move", "_captured", "_analysis")
 
     def __init__(self, houses, to_move=SOUTH, captured=(0, 0)):
         try:
@@ -72,6 +72,7 @@ class Position:
         self._houses = houses
         self._to_move = side
         self._captured = captured
+        self._analysis = None
 
     # Construction -----------------------------------------------------------------
 
@@ -151,6 +152,13 @@ class Position:
         """The (mover, opponent) words of the packed form used by the kernels."""
         return rules.pack(self.mover_board())
 
+    def analysis(self):
+        """(legal mask, terminal value, seeds, rank, captured[6], children[6, 12],
+        child ranks[6]) from solver.index.analyse, computed once."""
+        if self._analysis is None:
+            self._analysis = index.analyse(self.mover_board())
+        return self._analysis
+
     def mover_captured(self):
         """(seeds captured by the side to move, by the other side)."""
         south, north = self._captured
@@ -169,7 +177,7 @@ class Position:
         """
         if self.is_over():
             return []
-        mask = rules.legal_mask(*self.packed())
+        mask = self.analysis()[0]
         letters = HOUSE_LETTERS[self._to_move]
         return [letters[h] for h in range(6) if mask & (1 << h)]
 
@@ -196,15 +204,15 @@ class Position:
         if self.is_over():
             raise GameOverError(f"the game is over in {self}")
         house = self.house_of(move)
-        mover, opponent = self.packed()
-        if not rules.legal_mask(mover, opponent) & (1 << house):
+        mask, _, _, _, captures, children, _ = self.analysis()
+        if not mask & (1 << house):
             letter = HOUSE_LETTERS[self._to_move][house]
             why = "it is empty" if self.mover_board()[house] == 0 else "it does not feed the opponent"
             raise IllegalMoveError(f"{letter} is not a legal move in {self}: {why}")
-        captured, child_mover, child_opponent = rules.play(mover, opponent, house)
+        captured = captures[house]
         mine, theirs = self.mover_captured()
         next_side = other_side(self._to_move)
-        board = rules.unpack(child_mover, child_opponent)
+        board = children[house]
         stores = (theirs, mine + int(captured))
         if next_side == NORTH:
             stores = stores[::-1]
@@ -225,10 +233,9 @@ class Position:
             return "25 seeds"
         if south == north == TOTAL_SEEDS // 2:
             return "24-24"
-        mover, opponent = self.packed()
-        if mover == 0:
+        if sum(self.mover_board()[:6]) == 0:
             return "no seeds to move"
-        if rules.terminal_value(mover, opponent) != rules.NOT_TERMINAL:
+        if self.analysis()[1] != rules.NOT_TERMINAL:
             return "no feeding move"
         return None
 

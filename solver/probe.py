@@ -22,7 +22,7 @@ from .errors import InvalidPositionError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play, terminal_value
 
-WHOLE_LAYER_LIMIT = 20_000_000  # layers up to this many positions are read whole on first use
+WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
 NOT_LOADED = -1
 
 
@@ -187,23 +187,19 @@ class Tablebase:
 
     def _board_value(self, board):
         """d of a mover-view board (12 ints)."""
-        mover, opponent = pack(np.asarray(board, dtype=np.uint8))
-        terminal = terminal_value(mover, opponent)
+        return self._analysed_value(index.analyse(np.asarray(board, dtype=np.uint8)))
+
+    def _analysed_value(self, analysis):
+        mask, terminal, seeds, rank, captured, _, child_ranks = analysis
         if terminal != NOT_TERMINAL:
             return int(terminal)
-        seeds = int(board_seeds(mover, opponent))
-        if index.packed_in_index(opponent):
-            return self._lookup(seeds, int(index.rank_packed(mover, opponent, seeds)))
-        best = None
-        mask = legal_mask(mover, opponent)
-        for house in range(ROW):
-            if mask & (1 << house):
-                captured, child_mover, child_opponent = play(mover, opponent, house)
-                child_seeds = seeds - int(captured)
-                child = self._lookup(child_seeds, int(index.rank_packed(child_mover, child_opponent, child_seeds)))
-                value = int(captured) - child
-                best = value if best is None else max(best, value)
-        return best
+        if rank >= 0:
+            return self._lookup(int(seeds), int(rank))
+        return max(
+            int(captured[h]) - self._lookup(int(seeds - captured[h]), int(child_ranks[h]))
+            for h in range(ROW)
+            if mask & (1 << h)
+        )
 
     def value(self, position):
         """d for the side to move: seeds it will capture from now on minus the other side's.
@@ -211,7 +207,7 @@ class Tablebase:
         Raises MissingTableError when a needed layer is not built.
         """
         position = _as_position(position)
-        return self._board_value(position.mover_board())
+        return self._analysed_value(position.analysis())
 
     def move_values(self, position):
         """{move letter: value of the position for the mover after that move}.
@@ -223,12 +219,15 @@ class Tablebase:
     def moves(self, position):
         """Every legal move as a MoveValue (letter, seeds captured, value), in sowing order."""
         position = _as_position(position)
-        result = []
-        for move in position.legal_moves():
-            child, captured = position.play_capture(move)
-            child_value = self._board_value(child.mover_board())
-            result.append(MoveValue(move, captured, captured - child_value))
-        return result
+        if position.is_over():
+            return []
+        mask, _, seeds, _, captured, _, child_ranks = position.analysis()
+        letters = HOUSE_LETTERS[position.to_move]
+        return [
+            MoveValue(letters[h], int(captured[h]), int(captured[h]) - self._lookup(int(seeds - captured[h]), int(child_ranks[h])))
+            for h in range(ROW)
+            if mask & (1 << h)
+        ]
 
     def best_moves(self, position):
         """The letters of the moves that keep the position's value."""

@@ -224,3 +224,4 @@ def perft_packed(mover, opponent, mover_store, opponent_store, depth):
     if depth == 0:
         return 1
     return _perft(mover, opponent, mover_store, opponent_store, depth)
+

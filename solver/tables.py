@@ -17,7 +17,7 @@ import time
 import h5py
 import numpy as np
 
-from . import __version__, index, retrograde
+from . import __version__, index
 from .errors import CorruptTableError, MissingTableError, TableMismatchError
 
 RULES = "awele-abapa"
@@ -30,6 +30,7 @@ CHUNK = 1 << 20  # positions per HDF5 chunk
 DEFAULT_DIRECTORY = "databases"
 ENVIRONMENT_VARIABLE = "AWELE_DATABASES"
 TEMPORARY_SUFFIX = ".tmp"
+SMALL_LAYER = 1 << 24  # histograms of layers up to this size use numpy (no kernel to load)
 
 
 def default_directory():
@@ -64,7 +65,13 @@ def expected_attributes(seeds):
 
 def histogram(values, seeds):
     """Counts of each value d = -seeds..seeds (index d + seeds)."""
-    counts = retrograde.byte_histogram(values)
+    if values.shape[0] <= SMALL_LAYER:
+        counts = np.bincount(values.view(np.uint8), minlength=256)
+    else:
+        # np.bincount would make an 8-bytes-a-position temporary.
+        from .retrograde import byte_histogram
+
+        counts = byte_histogram(values)
     return np.array([counts[d & 0xFF] for d in range(-seeds, seeds + 1)], dtype=np.int64)
 
 
@@ -245,6 +252,8 @@ def build(max_seeds, directory=None, threads=None, report=None, progress=None, l
     directory = directory or default_directory()
     os.makedirs(directory, exist_ok=True)
     remove_stale_temporaries(directory)
+    from . import retrograde
+
     lower = lower or retrograde.LowerLayers(max_seeds)
     rows = index.RowTables(max_seeds).arrays
     for seeds in range(max_seeds + 1):
@@ -287,6 +296,8 @@ def build(max_seeds, directory=None, threads=None, report=None, progress=None, l
 
 def load_layers(directory, max_seeds, lower=None):
     """Every layer 0..max_seeds loaded from `directory` into a LowerLayers."""
+    from . import retrograde
+
     lower = lower or retrograde.LowerLayers(max_seeds)
     for seeds in range(max_seeds + 1):
         if seeds not in lower.loaded:
@@ -303,6 +314,8 @@ def verify(directory, seeds, lower=None, limit=10):
     value. Returns (mismatch count, up to `limit` mismatching boards with
     stored value).
     """
+    from . import retrograde
+
     lower = load_layers(directory, seeds, lower)
     values = lower.layer(seeds)
     rows = index.RowTables(seeds).arrays
