@@ -378,12 +378,12 @@ class LowerLayers:
 
 
 class StageReport:
-    """What one stage did: positions resolved and evaluate/mark rounds."""
+    """What one stage did: positions resolved and propagation sweeps."""
 
-    def __init__(self, stage, resolved, rounds):
+    def __init__(self, stage, resolved, sweeps):
         self.stage = stage
         self.resolved = resolved
-        self.rounds = rounds
+        self.sweeps = sweeps
 
 
 def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
@@ -455,7 +455,7 @@ def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
         "seconds": seconds,
         "exit_seconds": exits_seconds,
         "seed_seconds": seed_seconds,
-        "stages": [(s.stage, s.resolved, s.rounds) for s in stages],
+        "stages": [(s.stage, s.resolved, s.sweeps) for s in stages],
         "working_bytes": 3 * size + flags.nbytes + next_flags.nbytes,
     }
     return values, stats
