@@ -117,6 +117,7 @@ class Tablebase:
         self._starts = np.zeros(self._max + 2, dtype=np.int64)
         self._loaded = np.zeros(self._max + 1, dtype=np.bool_)
         self._flat = np.zeros(0, dtype=np.int8)
+        self._top = -1  # largest layer the flat array has room for
 
     # Files -----------------------------------------------------------------------
 
@@ -134,6 +135,7 @@ class Tablebase:
         self._flat_layers.clear()
         self._loaded[:] = False
         self._flat = np.zeros(0, dtype=np.int8)
+        self._top = -1
 
     def layers(self):
         """Seed counts with a table file in the folder."""
@@ -149,27 +151,31 @@ class Tablebase:
         return handle[tables.DATASET]
 
     def load(self, seeds):
-        """Read layer `seeds` whole into memory (checksums verified)."""
+        """Read layer `seeds` whole into memory (checksums verified).
+
+        Layers live in one flat array laid out like the index (layer m at the
+        sum of the sizes of layers 0..m-1), which the kernels read through
+        offsets. It is allocated zeroed for every layer up to the largest one
+        asked for, so only the pages of loaded layers take memory.
+        """
         if self._loaded[seeds]:
             return
-        values = tables.load_values(self.directory, seeds)
-        self._flat_layers[seeds] = values
-        self._rebuild_flat()
+        if seeds > self._top:
+            self._grow(seeds)
+        tables.load_values(self.directory, seeds, out=self._flat[self._starts[seeds] : self._starts[seeds + 1]])
+        self._flat_layers[seeds] = self._flat[self._starts[seeds] : self._starts[seeds + 1]]
+        self._loaded[seeds] = True
 
-    def _rebuild_flat(self):
-        # The kernels read every loaded layer through one flat array and offsets.
-        order = sorted(self._flat_layers)
-        sizes = [self._flat_layers[s].shape[0] for s in order]
-        self._flat = np.concatenate([self._flat_layers[s] for s in order]) if order else np.zeros(0, np.int8)
-        for seeds in order:
-            self._flat_layers[seeds] = None
-        offset = 0
-        self._loaded[:] = False
-        for seeds, size in zip(order, sizes):
-            self._starts[seeds] = offset
-            self._flat_layers[seeds] = self._flat[offset : offset + size]
-            self._loaded[seeds] = True
-            offset += size
+    def _grow(self, seeds):
+        top = max([seeds] + self.layers())
+        starts = np.zeros(self._max + 2, dtype=np.int64)
+        for layer in range(self._max + 1):
+            starts[layer + 1] = starts[layer] + (index.layer_size(layer) if layer <= top else 0)
+        flat = np.zeros(int(starts[top + 1]), dtype=np.int8)
+        for layer in np.flatnonzero(self._loaded):
+            flat[starts[layer] : starts[layer + 1]] = self._flat_layers[layer]
+            self._flat_layers[layer] = flat[starts[layer] : starts[layer + 1]]
+        self._flat, self._starts, self._top = flat, starts, top
 
     def _lookup(self, seeds, rank):
         """d at (layer, rank): from memory, or one chunk from the file."""
