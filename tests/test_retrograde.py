@@ -181,3 +181,14 @@ def test_cli_reports_damaged_tables_in_one_line(table_dir, tmp_path):
     result = runner.invoke(cli, ["verify", "--dir", str(tmp_path), "--seeds", "7"])
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1 and "awele-07.h5" in result.output
+
+
+def test_larger_layers_verify_and_do_not_depend_on_threads(tmp_path):
+    """Layers up to 16 (12.7 million positions): the Bellman check holds on
+    every position, and one and two threads build the same values."""
+    directory = str(tmp_path / "big")
+    lower = tables.build(16, directory, threads=2)
+    for seeds in range(13, 17):
+        assert tables.verify(directory, seeds)[0] == 0
+    single, _ = retrograde.solve_layer(16, lower, threads=1)
+    assert np.array_equal(single, lower.layer(16))
