@@ -23,7 +23,7 @@ from .position import HOUSE_LETTERS, Game, Position
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play, terminal_value
 
 WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
-NOT_LOADED = -1
+CHUNK_CACHE_BYTES = 64 << 20  # decompressed chunks kept per open file (64 of them)
 
 
 @njit(cache=True)
@@ -113,6 +113,7 @@ class Tablebase:
         self.directory = directory or tables.default_directory()
         self._flat_layers = {}
         self._files = {}
+        self._datasets = {}
         self._max = index.MAX_SEEDS
         self._starts = np.zeros(self._max + 2, dtype=np.int64)
         self._loaded = np.zeros(self._max + 1, dtype=np.bool_)
@@ -129,6 +130,7 @@ class Tablebase:
 
     def close(self):
         """Close the open files and drop the loaded layers."""
+        self._datasets.clear()
         for handle in self._files.values():
             handle.close()
         self._files.clear()
@@ -145,10 +147,14 @@ class Tablebase:
         return os.path.exists(tables.table_path(self.directory, seeds))
 
     def _dataset(self, seeds):
-        handle = self._files.get(seeds)
-        if handle is None:
-            handle = self._files[seeds] = tables.open_table(self.directory, seeds)
-        return handle[tables.DATASET]
+        # Keep the dataset object itself open: HDF5's chunk cache belongs to
+        # an open dataset, so reopening it for every probe would inflate the
+        # same chunk again each time.
+        dataset = self._datasets.get(seeds)
+        if dataset is None:
+            handle = self._files[seeds] = tables.open_table(self.directory, seeds, cache_bytes=CHUNK_CACHE_BYTES)
+            dataset = self._datasets[seeds] = handle[tables.DATASET]
+        return dataset
 
     def load(self, seeds):
         """Read layer `seeds` whole into memory (checksums verified).

@@ -118,7 +118,7 @@ def _describe(path):
     return os.path.basename(path)
 
 
-def open_table(directory, seeds):
+def open_table(directory, seeds, cache_bytes=None):
     """Open the file of layer `seeds` for reading after checking its attributes.
 
     Raises MissingTableError, CorruptTableError or TableMismatchError, each
@@ -130,8 +130,13 @@ def open_table(directory, seeds):
         raise MissingTableError(
             f"no table for {seeds} seeds in {directory}: build it with `{build_command(seeds, directory)}`"
         )
+    options = {}
+    if cache_bytes:
+        # HDF5 keeps decompressed chunks in a per-file cache: probes that come
+        # back to the same chunks (lines, move values) then skip the inflate.
+        options = {"rdcc_nbytes": int(cache_bytes), "rdcc_nslots": 10007}
     try:
-        handle = h5py.File(path, "r")
+        handle = h5py.File(path, "r", **options)
     except OSError as error:
         raise CorruptTableError(f"{path} cannot be read as HDF5 (truncated or damaged?): {error}") from None
     try:
