@@ -267,7 +267,10 @@ def build(max_seeds, directory=None, threads=None, report=None, progress=None, l
         if seeds in lower.loaded:
             pass
         elif os.path.exists(table_path(directory, seeds)):
-            load_values(directory, seeds, out=lower.layer(seeds))
+            try:
+                load_values(directory, seeds, out=lower.layer(seeds))
+            except (CorruptTableError, TableMismatchError) as error:
+                raise type(error)(f"{error}; delete that file and build again to rebuild it") from None
             lower.loaded.add(seeds)
         else:
             values, stats = retrograde.solve_layer(
