@@ -278,7 +278,7 @@ class Tablebase:
         for layer in sorted(needed):
             if not self.has_layer(layer):
                 raise MissingTableError(
-                    f"layer {layer} is not built in {self.directory}: run `{tables.build_command(layer, self.directory)}`"
+                    f"layer {layer} is not built in {self.directory}: {tables.build_advice(layer, self.directory)}"
                 )
             self.load(layer)
 

@@ -49,6 +49,21 @@ def build_command(seeds, directory=None):
     return f"awele build --max-seeds {seeds}{where}"
 
 
+def build_advice(seeds, directory=None):
+    """'build it with `awele build ...`', with the memory it takes when that is large."""
+    advice = f"build it with `{build_command(seeds, directory)}`"
+    need = build_memory_bytes(seeds)
+    if need > 4 << 30:
+        advice += f" (about {need / 2**30:,.0f} GiB of memory)"
+    return advice
+
+
+def build_memory_bytes(seeds):
+    """Working memory of building layer `seeds`: 3 bytes a position of it and 1
+    byte a position of every smaller layer (see solver.retrograde)."""
+    return 3 * index.layer_size(seeds) + sum(index.layer_size(n) for n in range(seeds))
+
+
 def expected_attributes(seeds):
     """The attributes a valid file of layer `seeds` must carry."""
     return {
@@ -128,7 +143,7 @@ def open_table(directory, seeds, cache_bytes=None):
     path = table_path(directory, seeds)
     if not os.path.exists(path):
         raise MissingTableError(
-            f"no table for {seeds} seeds in {directory}: build it with `{build_command(seeds, directory)}`"
+            f"no table for {seeds} seeds in {directory}: {build_advice(seeds, directory)}"
         )
     options = {}
     if cache_bytes:
