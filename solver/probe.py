@@ -20,6 +20,7 @@ from numba import njit
 from . import index, tables
 from .errors import InvalidPositionError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position
+from .retrograde import LowerLayers
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play, terminal_value
 
 WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
@@ -111,14 +112,11 @@ class Tablebase:
 
     def __init__(self, directory=None):
         self.directory = directory or tables.default_directory()
-        self._flat_layers = {}
         self._files = {}
         self._datasets = {}
         self._max = index.MAX_SEEDS
-        self._starts = np.zeros(self._max + 2, dtype=np.int64)
+        self._store = LowerLayers(-1)  # the layers read whole, as the builder holds them
         self._loaded = np.zeros(self._max + 1, dtype=np.bool_)
-        self._flat = np.zeros(0, dtype=np.int8)
-        self._top = -1  # largest layer the flat array has room for
 
     # Files -----------------------------------------------------------------------
 
@@ -134,10 +132,8 @@ class Tablebase:
         for handle in self._files.values():
             handle.close()
         self._files.clear()
-        self._flat_layers.clear()
+        self._store = LowerLayers(-1)
         self._loaded[:] = False
-        self._flat = np.zeros(0, dtype=np.int8)
-        self._top = -1
 
     def layers(self):
         """Seed counts with a table file in the folder."""
@@ -159,37 +155,28 @@ class Tablebase:
     def load(self, seeds):
         """Read layer `seeds` whole into memory (checksums verified).
 
-        Layers live in one flat array laid out like the index (layer m at the
-        sum of the sizes of layers 0..m-1), which the kernels read through
-        offsets. It is allocated zeroed for every layer up to the largest one
-        asked for, so only the pages of loaded layers take memory.
+        Loaded layers share one flat array laid out by seed count, which the
+        kernels read through offsets. It has room for every layer up to the
+        largest one present (pages of layers not loaded take no memory).
         """
         if self._loaded[seeds]:
             return
-        if seeds > self._top:
-            self._grow(seeds)
-        tables.load_values(self.directory, seeds, out=self._flat[self._starts[seeds] : self._starts[seeds + 1]])
-        self._flat_layers[seeds] = self._flat[self._starts[seeds] : self._starts[seeds + 1]]
+        if seeds > self._store.max_seeds:
+            store = LowerLayers(max([seeds] + self.layers()))
+            for layer in self._store.loaded:
+                store.put(layer, self._store.layer(layer))
+            self._store = store
+        tables.load_values(self.directory, seeds, out=self._store.layer(seeds))
+        self._store.loaded.add(seeds)
         self._loaded[seeds] = True
-
-    def _grow(self, seeds):
-        top = max([seeds] + self.layers())
-        starts = np.zeros(self._max + 2, dtype=np.int64)
-        for layer in range(self._max + 1):
-            starts[layer + 1] = starts[layer] + (index.layer_size(layer) if layer <= top else 0)
-        flat = np.zeros(int(starts[top + 1]), dtype=np.int8)
-        for layer in np.flatnonzero(self._loaded):
-            flat[starts[layer] : starts[layer + 1]] = self._flat_layers[layer]
-            self._flat_layers[layer] = flat[starts[layer] : starts[layer + 1]]
-        self._flat, self._starts, self._top = flat, starts, top
 
     def _lookup(self, seeds, rank):
         """d at (layer, rank): from memory, or one chunk from the file."""
         if self._loaded[seeds]:
-            return int(self._flat_layers[seeds][rank])
+            return int(self._store.flat[self._store.starts[seeds] + rank])
         if index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
             self.load(seeds)
-            return int(self._flat_layers[seeds][rank])
+            return int(self._store.flat[self._store.starts[seeds] + rank])
         try:
             return int(self._dataset(seeds)[rank])
         except OSError as error:
@@ -262,7 +249,7 @@ class Tablebase:
             raise InvalidPositionError("a board holds more than 48 seeds")
         out = np.empty(boards.shape[0], dtype=np.int8)
         while True:
-            stuck = _values(boards, self._flat, self._starts, self._loaded, out)
+            stuck = _values(boards, self._store.flat, self._store.starts, self._loaded, out)
             if stuck < 0:
                 return out
             self._load_for(boards[stuck])

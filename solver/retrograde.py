@@ -352,16 +352,20 @@ def make_scratch(threads):
 
 
 class LowerLayers:
-    """Values of layers 0..n-1 held in one flat int8 array (1 byte a position).
+    """Values of layers 0..max_seeds held in one flat int8 array (1 byte a position).
 
-    Kernels take (flat, starts) and read layer m, rank r at flat[starts[m] + r].
+    Kernels take (flat, starts) and read layer m, rank r at flat[starts[m] + r];
+    `starts` covers every seed count 0..48 (layers above max_seeds are empty).
+    The array is allocated zeroed, so only the pages of layers put in it take
+    memory.
     """
 
     def __init__(self, max_seeds):
         self.max_seeds = max_seeds
-        self.starts = np.zeros(max_seeds + 2, dtype=np.int64)
-        for seeds in range(max_seeds + 1):
-            self.starts[seeds + 1] = self.starts[seeds] + index.layer_size(seeds)
+        self.starts = np.zeros(index.MAX_SEEDS + 2, dtype=np.int64)
+        for seeds in range(index.MAX_SEEDS + 1):
+            size = index.layer_size(seeds) if seeds <= max_seeds else 0
+            self.starts[seeds + 1] = self.starts[seeds] + size
         self.flat = np.zeros(max(1, int(self.starts[max_seeds + 1])), dtype=np.int8)
         self.loaded = set()
 
@@ -372,9 +376,6 @@ class LowerLayers:
     def put(self, seeds, values):
         self.layer(seeds)[:] = values
         self.loaded.add(seeds)
-
-    def nbytes(self):
-        return int(self.starts[max(self.loaded) + 1]) if self.loaded else 0
 
 
 class StageReport:
