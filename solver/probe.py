@@ -13,7 +13,6 @@ the command that builds it.
 
 import os
 
-import h5py
 import numpy as np
 from numba import njit
 

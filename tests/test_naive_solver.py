@@ -21,7 +21,7 @@ from naive import (
     naive_sow,
     naive_terminal_value,
 )
-from naive_solver import naive_layer, naive_solve, naive_value
+from naive_solver import LayerMoves, naive_layer, naive_solve, naive_value
 
 FAST_LAYERS = range(0, 7)  # solved in about a second in pure Python
 SLOW_LAYERS = range(7, 9)  # several seconds each
@@ -323,30 +323,22 @@ def check_value_iteration(seeds):
     result at 0 forever. Once v_(t+1) = v_t it never changes again, so it is d.
     """
     layers = naive_solve(seeds)
-    lower = layers[:seeds]
-    graph = {}
-    for position in all_boards(seeds):
-        terminal = naive_terminal_value(position)
-        exits, stays = [], []
-        if terminal is None:
-            for house in naive_legal_moves(position):
-                captured, child = naive_play(position, house)
-                if captured:
-                    exits.append(captured - lower[seeds - captured][child])
-                else:
-                    stays.append(child)
-        graph[position] = (terminal, exits, stays)
-    cut_off = {position: 0 if terminal is None else terminal for position, (terminal, _, _) in graph.items()}
-    for _ in range(10 * len(graph)):
-        deeper = {
-            position: terminal if terminal is not None else max(exits + [-cut_off[child] for child in stays])
-            for position, (terminal, exits, stays) in graph.items()
-        }
+    graph = LayerMoves(seeds, layers[:seeds])  # the move graph only; the algorithm is below
+    size = len(graph.boards)
+    cut_off = [0 if graph.terminal[i] is None else graph.terminal[i] for i in range(size)]
+    for _ in range(10 * size):
+        deeper = [
+            graph.terminal[i]
+            if graph.terminal[i] is not None
+            else max(graph.exits[i] + [-cut_off[child] for child in graph.stays[i]])
+            for i in range(size)
+        ]
         if deeper == cut_off:
             break
         cut_off = deeper
     else:
         pytest.fail("value iteration did not settle")
+    cut_off = dict(zip(graph.boards, cut_off))
     assert cut_off == layers[seeds]
 
 

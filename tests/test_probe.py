@@ -12,7 +12,7 @@ from solver.cli import cli
 from solver.errors import InvalidPositionError, MissingTableError
 from solver.probe import Tablebase
 
-from naive import naive_legal_moves, naive_play, naive_terminal_value
+from naive import naive_legal_moves, naive_play
 from naive_solver import naive_solve
 
 NAIVE_LAYERS = 8
