@@ -14,6 +14,7 @@ import click
 from . import __version__
 from .errors import AweleError
 from .position import Game, Position, perft
+from .search import MAX_PLY
 
 EXIT_USER_ERROR = 2
 
@@ -271,13 +272,114 @@ def _score_text(position, scores):
     return f"South {fmt(south)} - North {fmt(north)} ({outcome})"
 
 
+def _search_options(default_time):
+    """--depth/--time/--nodes/--cycles/--tables/--hash, shared by search, best and play."""
+
+    def decorate(function):
+        for option in reversed(
+            [
+                click.option("--depth", type=click.IntRange(1, MAX_PLY), default=None,
+                             help="Search this many plies (iterative deepening up to it)."),
+                click.option("--time", "seconds", type=click.FloatRange(min=0), default=None,
+                             help=f"Seconds to search (default {default_time:g} unless --depth or --nodes; "
+                                  "0: until the value is exact)."),
+                click.option("--nodes", type=click.IntRange(min=1), default=None, help="Stop after this many nodes."),
+                click.option("--tables", "max_tables", type=click.IntRange(0, 48), default=None,
+                             help="Read tables up to this many seeds into memory (default: up to 1 GiB of them)."),
+                click.option("--hash", "hash_mb", type=click.IntRange(1, 65536), default=64, show_default=True,
+                             help="Transposition table size in MiB."),
+            ]
+        ):
+            function = option(function)
+        return function
+
+    return decorate
+
+
+def _limits(depth, seconds, nodes, default_time):
+    """(depth, time, nodes) for Searcher.search from the command-line options."""
+    if depth is not None and seconds is not None:
+        raise UserError("give --depth or --time, not both")
+    if seconds is None and depth is None and nodes is None:
+        seconds = default_time
+    return depth, (seconds or None), nodes
+
+
+def _searcher(directory, max_tables, hash_mb):
+    from . import tables
+    from .search import Searcher
+
+    return Searcher(directory or tables.default_directory(), hash_mb=hash_mb, max_table_seeds=max_tables)
+
+
+def _search_dict(result):
+    data = result.as_dict()
+    data["to_move"] = result.position.to_move
+    data["seeds"] = result.position.seeds
+    return data
+
+
+def _echo_search(result):
+    pos = result.position
+    side = "South" if pos.to_move == "S" else "North"
+    kind = "exact" if result.exact else f"estimate at depth {result.depth}"
+    if result.source == "table":
+        how = "from the tables"
+    elif result.source == "component":
+        how = f"solved {result.component_positions:,} positions reachable without a capture, then searched"
+    else:
+        how = f"searched to depth {result.depth}"
+    click.echo(pos.diagram())
+    click.echo(f"position: {pos}")
+    click.echo(f"best move: {result.move}")
+    value = "?" if result.value is None else f"{result.value:+d}"
+    click.echo(f"value for {side} (to move): {value} ({kind}; repetition: {result.cycles})")
+    click.echo(f"{how}: {result.nodes:,} nodes in {result.seconds:.2f} s ({result.nps / 1e6:.1f} M nodes/s)")
+    if result.line:
+        click.echo(f"line: {' '.join(result.line)}")
+
+
+@cli.command(name="search")
+@click.argument("position", required=False)
+@click.option("--moves", help="Moves played from POSITION (or the opening); their positions count for repetitions.")
+@_search_options(default_time=10)
+@click.option("--cycles", type=click.Choice(["own", "split"]), default="own", show_default=True,
+              help="Repetition: own = the true rule (each side takes its own seeds); split = the tables' (0).")
+@_directory_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, cycles, directory, as_json):
+    """Alpha-beta search of POSITION above the tables in memory.
+
+    Stops at the limits or as soon as the value is exact. Tables of smaller
+    layers make the nodes that reach them exact; with --cycles split and
+    every capture landing in a table, the value is the table's.
+    """
+    depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
+    try:
+        start = Position.from_string(position) if position else Position.initial()
+        subject = Game.from_record(moves, start) if moves else start
+    except AweleError as error:
+        raise UserError(str(error)) from None
+    searcher = _searcher(directory, max_tables, hash_mb)
+    result = searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles)
+    if as_json:
+        emit_json(_search_dict(result))
+    else:
+        _echo_search(result)
+
+
 @cli.command(name="best")
 @click.argument("position", required=False)
 @click.option("--moves", help='Moves played from POSITION (or the opening), e.g. "1. F b 2. D a".')
 @_directory_option
+@_search_options(default_time=10)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def best_command(position, moves, directory, as_json):
-    """The value of POSITION and of every legal move; the best ones marked."""
+def best_command(position, moves, directory, depth, seconds, nodes, max_tables, hash_mb, as_json):
+    """The value of POSITION and of every legal move; the best ones marked.
+
+    Above the tables it searches instead (tables' repetition convention), and
+    says whether the value it found is exact.
+    """
     pos = parse_position(position, moves)
     if pos.is_over():
         scores = pos.result()
@@ -288,9 +390,20 @@ def best_command(position, moves, directory, as_json):
             click.echo(f"game over ({pos.terminal_rule()}): {_score_text(pos, scores)}")
         return
     with _open_tablebase(directory, pos, quiet=as_json) as tablebase:
+        if not tablebase.has_layer(pos.seeds):
+            limits = _limits(depth, seconds, nodes, 10)
+            result = _searcher(tablebase.directory, max_tables, hash_mb).search(
+                pos, depth=limits[0], time=limits[1], nodes=limits[2], cycles="split"
+            )
+            if as_json:
+                emit_json(_search_dict(result))
+            else:
+                _echo_search(result)
+            return
         value = tablebase.value(pos)
         moves_list = tablebase.moves(pos)
         predicted = tablebase.predicted_result(pos)
+        tablebase_line_move = tablebase.line(pos, max_plies=1).moves[0]
     best = max(m.value for m in moves_list)
     if as_json:
         emit_json(
@@ -306,6 +419,9 @@ def best_command(position, moves, directory, as_json):
                     for m in moves_list
                 ],
                 "best_moves": [m.move for m in moves_list if m.value == best],
+                "move": tablebase_line_move,
+                "exact": True,
+                "source": "table",
             }
         )
         return
@@ -365,22 +481,36 @@ def line(position, moves, max_plies, directory, as_json):
               help="The side you play.")
 @click.option("--position", "start", default=None, help="Start position (default: the opening).")
 @_directory_option
-def play(side, start, directory):
-    """Play against perfect play in the terminal.
+@click.option("--time", "seconds", type=click.FloatRange(min=0.01), default=3, show_default=True,
+              help="Seconds awele searches a move above the tables.")
+@click.option("--hash", "hash_mb", type=click.IntRange(1, 65536), default=64, show_default=True,
+              help="Transposition table size in MiB.")
+def play(side, start, directory, seconds, hash_mb):
+    """Play against awele in the terminal: perfect play from the tables, search above them.
 
     Type a house letter to move, `values` for every move's value, `undo` to
-    take back your last move, `quit` to stop.
+    take back your last move, `quit` to stop. Above the tables awele searches
+    with the true repetition rule over the game played so far.
     """
     side = side.upper()
     position = parse_position(start)
     game = Game(position)
+    searcher = None
     with _open_tablebase(directory, position) as tablebase:
         while not game.is_over():
             current = game.position
             click.echo(current.diagram())
             if current.to_move != side:
-                reply = tablebase.line(current, max_plies=1)
-                move = reply.moves[0]
+                if tablebase.has_layer(current.seeds):
+                    move = tablebase.line(current, max_plies=1).moves[0]
+                else:
+                    if searcher is None:
+                        searcher = _searcher(tablebase.directory, None, hash_mb)
+                    found = searcher.search(game, time=seconds, cycles="own")
+                    move = found.move
+                    kind = "exact" if found.exact else f"depth {found.depth}"
+                    value = "?" if found.value is None else f"{found.value:+d}"
+                    click.echo(f"(searched {found.nodes:,} nodes, value {value}, {kind})")
                 captured = game.play(move)
                 click.echo(f"awele plays {move}" + (f", capturing {captured}" if captured else ""))
                 continue
@@ -389,6 +519,9 @@ def play(side, start, directory):
                 click.echo("stopped")
                 return
             if answer == "values":
+                if not tablebase.has_layer(current.seeds):
+                    click.echo("  (no table for this many seeds: values are known only at the tables)")
+                    continue
                 for m in tablebase.moves(current):
                     click.echo(f"  {m.move} {m.value:+d}")
                 continue

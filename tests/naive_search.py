@@ -1,0 +1,54 @@
+"""A pure-Python reference for the search: negamax over the game that stops
+at the first repeated position, with table values below the root's layer.
+
+It follows RULES.md directly and keeps the whole path, so it is exact for
+both repetition conventions and only usable on small positions.
+"""
+
+from naive import naive_legal_moves, naive_play, naive_terminal_value
+
+
+class TooLarge(Exception):
+    """The reference tree is larger than the budget it was given."""
+
+
+def naive_search_value(board, lower_value, cycles="split", history=(), budget=200_000):
+    """d of `board` (mover view) in the first-repetition game.
+
+    `lower_value(board)` gives d of a board reached by a capture. `history`
+    holds the boards played before `board` since the last capture, oldest
+    first, each seen from the side that was to move then. At a repetition
+    (same board, same side to move) the line scores 0 ("split") or the
+    mover's seeds minus the opponent's ("own").
+    """
+    calls = [0]
+
+    def value(node, path):
+        calls[0] += 1
+        if calls[0] > budget or len(path) > 150:
+            raise TooLarge
+        terminal = naive_terminal_value(list(node))
+        if terminal is not None:
+            return terminal
+        if path and node in path[-2::-2]:
+            return 0 if cycles == "split" else sum(node[:6]) - sum(node[6:])
+        best = None
+        for house in naive_legal_moves(list(node)):
+            captured, child = naive_play(list(node), house)
+            if captured:
+                score = captured - lower_value(child)
+            else:
+                score = -value(child, path + [node])
+            best = score if best is None else max(best, score)
+        return best
+
+    root = tuple(board)
+    best = None
+    for house in naive_legal_moves(list(root)):
+        captured, child = naive_play(list(root), house)
+        if captured:
+            score = captured - lower_value(child)
+        else:
+            score = -value(child, [tuple(b) for b in history] + [root])
+        best = score if best is None else max(best, score)
+    return best

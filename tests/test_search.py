@@ -1,0 +1,289 @@
+"""Alpha-beta above the tables: exactness against the tables and a naive
+reference, the repetition conventions, limits, the CLI."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solver import Position, index
+from solver.cli import cli
+from solver.errors import GameOverError
+from solver.position import Game
+from solver.probe import Tablebase
+from solver.search import (
+    MAX_PLY,
+    SearchError,
+    Searcher,
+    search,
+    tt_probe,
+    tt_store,
+    tt_unpack,
+)
+
+from naive_search import TooLarge, naive_search_value
+from naive_solver import naive_value
+
+EVERY_POSITION_LAYERS = (2, 3, 4, 5, 6)
+
+
+def layer_positions(seeds):
+    """Every position of a layer that is not over, South to move."""
+    for rank in range(index.layer_size(seeds)):
+        position = Position.from_mover_board(index.unrank(seeds, rank))
+        if not position.is_over():
+            yield rank, position
+
+
+def random_position(seeds, rng, side=None):
+    cuts = sorted(rng.randint(0, seeds) for _ in range(11))
+    houses = [b - a for a, b in zip([0] + cuts, cuts + [seeds])]
+    return Position(houses, side or rng.choice("SN"), (0, 0))
+
+
+@pytest.fixture(scope="module")
+def tablebase(table_dir):
+    with Tablebase(table_dir) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def searchers(table_dir):
+    """Searchers by the largest table they hold, made once (tables are read once each)."""
+    made = {}
+
+    def get(max_table_seeds):
+        if max_table_seeds not in made:
+            made[max_table_seeds] = Searcher(table_dir, max_table_seeds=max_table_seeds, hash_mb=8)
+        return made[max_table_seeds]
+
+    return get
+
+
+@pytest.mark.parametrize("seeds", EVERY_POSITION_LAYERS)
+def test_split_search_without_its_table_gives_the_table_value_everywhere(table_dir, tablebase, seeds):
+    """Every position of the layer, with only the smaller tables in memory."""
+    tablebase.load(seeds)
+    truth = tablebase._store.layer(seeds)
+    searcher = Searcher(table_dir, max_table_seeds=seeds - 1)
+    assert seeds not in searcher.table_layers
+    wrong = []
+    for rank, position in layer_positions(seeds):
+        result = searcher.search(position, cycles="split")
+        assert result.exact
+        if result.value != truth[rank]:
+            wrong.append((str(position), result.value, int(truth[rank])))
+        assert result.move in tablebase.best_moves(position)
+    assert wrong == []
+
+
+@pytest.mark.parametrize("seeds", [4, 5, 6, 8])
+def test_alpha_beta_alone_is_exact_whenever_it_proves_a_value(table_dir, tablebase, seeds):
+    """Without component solving, a proven alpha-beta value is the table's."""
+    rng = random.Random(seeds)
+    searcher = Searcher(table_dir, max_table_seeds=seeds - 1, component_limit=0)
+    proven = 0
+    for _ in range(150):
+        position = random_position(seeds, rng)
+        if position.is_over():
+            continue
+        result = searcher.search(position, cycles="split", depth=24, nodes=200_000)
+        assert result.source == "search"
+        if result.exact:
+            proven += 1
+            assert result.value == tablebase.value(position), str(position)
+            assert result.move in tablebase.best_moves(position)
+    assert proven > 10
+
+
+@pytest.mark.parametrize("cycles", ["split", "own"])
+def test_exact_values_match_the_naive_first_repetition_game(table_dir, cycles):
+    rng = random.Random(7)
+    # Captures land in tables, as in the reference: every smaller layer is loaded.
+    searchers = {seeds: Searcher(table_dir, max_table_seeds=seeds - 1, component_limit=0) for seeds in (3, 4, 5)}
+    compared = 0
+    for _ in range(400):
+        seeds = rng.choice([3, 4, 5])
+        position = random_position(seeds, rng)
+        if position.is_over():
+            continue
+        try:
+            expected = naive_search_value(position.mover_board().tolist(), naive_value, cycles, budget=5_000)
+        except TooLarge:
+            continue
+        result = searchers[seeds].search(position, cycles=cycles, nodes=5_000_000)
+        assert result.exact, str(position)
+        assert result.value == expected, (str(position), cycles)
+        compared += 1
+    assert compared > 25
+
+
+def test_the_history_of_a_game_counts_for_the_true_rule(table_dir):
+    """Positions played before the root repeat in "own" mode and not in "split"."""
+    rng = random.Random(3)
+    searchers = {seeds: Searcher(table_dir, max_table_seeds=seeds - 1, component_limit=0) for seeds in (3, 4)}
+    differing = compared = 0
+    for _ in range(300):
+        game = Game(random_position(rng.choice([3, 4]), rng, side="S"))
+        searcher = searchers[game.position.seeds]
+        while len(game.moves) < 30 and not game.is_over():
+            quiet = [m for m in game.legal_moves() if game.position.play_capture(m)[1] == 0]
+            if not quiet:
+                break
+            game.play(rng.choice(quiet))
+        if game.is_over() or len(game.moves) < 12:
+            continue
+        history = [p.mover_board().tolist() for p in game.positions[:-1] if p.seeds == game.position.seeds]
+        board = game.position.mover_board().tolist()
+        try:
+            with_history = naive_search_value(board, naive_value, "own", history=history, budget=20_000)
+            fresh = naive_search_value(board, naive_value, "own", budget=20_000)
+        except TooLarge:
+            continue
+        result = searcher.search(game, cycles="own", nodes=2_000_000)
+        assert result.exact and result.value == with_history, str(game.position)
+        assert searcher.search(game.position, cycles="own", nodes=2_000_000).value == fresh
+        differing += with_history != fresh
+        compared += 1
+    assert compared > 10
+
+
+@pytest.mark.parametrize(
+    "start, moves",
+    [
+        ("0-0-0-1-0-0/0-0-0-1-0-0 S", "D d E e F"),
+        ("0-0-1-0-0-0/0-0-1-0-0-0 S", "C c D d E e F"),
+        ("0-0-0-0-1-0/0-0-0-0-0-1 S", "E f"),
+    ],
+)
+def test_a_repetition_of_the_game_before_the_root_changes_the_value(table_dir, start, moves):
+    """Games (found by the reference) whose history changes the true-rule value."""
+    game = Game.from_record(moves, Position.from_string(start))
+    board = game.position.mover_board().tolist()
+    history = [p.mover_board().tolist() for p in game.positions[:-1]]
+    with_history = naive_search_value(board, naive_value, "own", history=history)
+    fresh = naive_search_value(board, naive_value, "own")
+    assert with_history != fresh
+    searcher = Searcher(table_dir, max_table_seeds=game.position.seeds - 1, component_limit=0)
+    assert searcher.search(game, cycles="own").value == with_history
+    assert searcher.search(game.position, cycles="own").value == fresh
+    split = searcher.search(game, cycles="split")  # the tables' convention ignores history
+    assert split.exact and split.value == naive_search_value(board, naive_value, "split")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(2, 12), data=st.data())
+def test_positions_with_a_table_are_answered_from_it(tablebase, searchers, seeds, data):
+    rng = random.Random(data.draw(st.integers(0, 10**6)))
+    position = random_position(seeds, rng)
+    if position.is_over():
+        return
+    result = searchers(12).search(position, cycles=data.draw(st.sampled_from(["own", "split"])))
+    assert result.source == "table" and result.exact and result.depth == 0
+    assert result.value == tablebase.value(position)
+    assert result.move in tablebase.best_moves(position)
+    assert result.line[0] == result.move
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(7, 12), rng_seed=st.integers(0, 10**6))
+def test_split_search_one_layer_above_the_tables_is_exact(tablebase, searchers, seeds, rng_seed):
+    position = random_position(seeds, random.Random(rng_seed))
+    if position.is_over():
+        return
+    result = searchers(seeds - 1).search(position, cycles="split")
+    assert result.exact and result.value == tablebase.value(position)
+    assert result.move in tablebase.best_moves(position)
+
+
+def test_deep_positions_give_estimates_within_the_limits(table_dir):
+    searcher = Searcher(table_dir, max_table_seeds=12)
+    start = Position.initial()
+    result = searcher.search(start, depth=7)
+    assert result.depth == 7 and not result.exact and result.move in start.legal_moves()
+    assert [it[0] for it in result.iterations] == list(range(1, 8))
+    assert len(result.line) == 7 and result.line[0] == result.move
+    game = Game(start)
+    for move in result.line:  # the principal line is legal
+        game.play(move)
+    limited = searcher.search(start, nodes=5_000)
+    assert limited.nodes <= 5_000 and limited.move in start.legal_moves()
+    timed = searcher.search(start, time=0.2)
+    assert timed.depth >= 1 and timed.nps > 0
+
+
+def test_a_capture_into_the_tables_makes_a_midgame_value_exact(table_dir):
+    """14 seeds: every capture lands in a layer of 12 or fewer seeds."""
+    position = Position.from_string("0-0-3-0-0-1/2-2-0-2-2-2 S")
+    result = search(position, cycles="split", tablebase=table_dir, max_table_seeds=12, hash_mb=8)
+    assert result.exact and result.source == "search"
+    assert result.move in position.legal_moves()
+
+
+def test_bad_requests_raise_named_errors(table_dir):
+    searcher = Searcher(table_dir, max_table_seeds=4)
+    with pytest.raises(SearchError):
+        searcher.search(Position.initial(), cycles="forever")
+    with pytest.raises(SearchError):
+        searcher.search(Position.initial(), depth=0)
+    with pytest.raises(SearchError):
+        searcher.search(Position.initial(), depth=MAX_PLY + 1)
+    with pytest.raises(SearchError):
+        searcher.search(Position.initial(), time=-1)
+    with pytest.raises(GameOverError):
+        searcher.search(Position.from_string("0-0-0-0-0-0/1-2-0-0-0-0 S"))
+
+
+def test_transposition_entries_keep_the_whole_key():
+    tt = np.zeros((8, 3), dtype=np.uint64)
+    mask = np.uint64(7)
+    a = (np.uint64(0x0102030405), np.uint64(0x0600000001))
+    tt_store(tt, mask, a[0], a[1], -17, 1, 9, 4)
+    assert tt_unpack(tt_probe(tt, mask, a[0], a[1])) == (-17, 1, 9, 4)
+    assert tt_probe(tt, mask, a[1], a[0]) == 0
+    tt_store(tt, mask, a[0], a[1], 30, 3, 255, 2)
+    assert tt_unpack(tt_probe(tt, mask, a[0], a[1])) == (30, 3, 255, 2)
+
+
+def test_cli_search_json(table_dir):
+    runner = CliRunner()
+    result = runner.invoke(
+        cli, ["search", "0-0-3-0-0-1/2-2-0-2-2-2 S", "--cycles", "split", "--dir", table_dir, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    for key in ("move", "value", "exact", "depth", "nodes", "nps", "line"):
+        assert key in data
+    assert data["exact"] is True and data["cycles"] == "split"
+    assert data["move"] in Position.from_string("0-0-3-0-0-1/2-2-0-2-2-2 S").legal_moves()
+    assert data["line"][0] == data["move"] and data["nodes"] > 0
+
+
+def test_cli_search_limits_and_errors(table_dir):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["search", "--depth", "5", "--dir", table_dir, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["depth"] == 5 and data["exact"] is False and data["move"] in "ABCDEF"
+    result = runner.invoke(cli, ["search", "--depth", "3", "--time", "1", "--dir", table_dir])
+    assert result.exit_code == 2
+    result = runner.invoke(cli, ["search", "1-2-3", "--dir", table_dir])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_best_falls_back_to_search_above_the_tables(table_dir):
+    """20 seeds: more than `best` builds by itself, so it searches."""
+    runner = CliRunner()
+    position = "2-2-2-2-2-0/2-2-2-2-1-1 S"
+    result = runner.invoke(cli, ["best", position, "--dir", table_dir, "--depth", "6", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["source"] == "search" and data["depth"] == 6 and data["exact"] is False
+    assert data["move"] in Position.from_string(position).legal_moves()
+    text = runner.invoke(cli, ["best", position, "--dir", table_dir, "--nodes", "20000"])
+    assert text.exit_code == 0, text.output
+    assert "best move:" in text.output and "estimate" in text.output
