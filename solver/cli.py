@@ -543,6 +543,41 @@ def play(side, start, directory, seconds, hash_mb):
         click.echo(f"game over ({game.end_reason}): {_score_text(game.position, game.result())}")
 
 
+@cli.command()
+@click.option("--quick", is_flag=True, help="Shallower perft and searches (about a third of the time).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench(quick, as_json):
+    """Measure move generation, a small build, probes and search on one table.
+
+    The build goes to a temporary folder (layers 0..12); probes and the search
+    suite (solver/bench.py) use those tables. Search runs on one thread.
+    """
+    from .bench import bench_all
+
+    results = bench_all(quick=quick)
+    if as_json:
+        emit_json(results)
+        return
+    movegen, build, probe, search = (results[k] for k in ("movegen", "build", "probe", "search"))
+    rows = [
+        (f"movegen perft({movegen['depth']})", f"{movegen['leaves']:,} leaves",
+         f"{movegen['seconds']:.3f} s", f"{movegen['leaves_per_second'] / 1e6:.0f} M leaves/s"),
+        (f"build 0..{build['max_seeds']}", f"{build['positions']:,} positions",
+         f"{build['seconds']:.2f} s", f"{build['positions_per_second'] / 1e6:.2f} M positions/s"),
+        (f"probe values() {probe['seeds']} seeds", "", "", f"{probe['values_per_second'] / 1e6:.1f} M positions/s"),
+        (f"probe value() {probe['seeds']} seeds", "", "", f"{probe['single_probes_per_second']:,.0f} probes/s"),
+    ]
+    for row in search["positions"]:
+        kind = "exact" if row["exact"] else f"depth {row['depth']}"
+        rows.append((f"search {row['name']}", f"{row['nodes']:,} nodes, {kind}", f"{row['seconds']:.2f} s",
+                     f"{row['nps'] / 1e6:.1f} M nodes/s"))
+    rows.append(("search total", f"{search['nodes']:,} nodes", f"{search['seconds']:.2f} s",
+                 f"{search['nps'] / 1e6:.1f} M nodes/s"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        click.echo(f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]:>{widths[3]}}")
+
+
 def main(argv=None):
     """Entry point of the console script."""
     cli.main(args=argv, prog_name="awele")

@@ -53,6 +53,7 @@ import numpy as np
 from numba import njit
 
 from . import index
+from .intrinsics import prefetch_row
 from .errors import AweleError, GameOverError, InvalidPositionError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds
@@ -296,6 +297,7 @@ def _search(
                     caps[ply, count] = captured
                     child_mover[ply, count] = cm
                     child_opponent[ply, count] = co
+                    prefetch_row(tt, _slot(cm, co, tt_mask))  # the child probes it soon
                     key = history[house, house_seeds(mover, house)] + captured * (1 << 40)
                     if house == tt_move:
                         key = 1 << 50

@@ -287,3 +287,24 @@ def test_best_falls_back_to_search_above_the_tables(table_dir):
     text = runner.invoke(cli, ["best", position, "--dir", table_dir, "--nodes", "20000"])
     assert text.exit_code == 0, text.output
     assert "best move:" in text.output and "estimate" in text.output
+
+
+def test_play_searches_above_the_tables(table_dir):
+    runner = CliRunner()
+    session = runner.invoke(
+        cli, ["play", "--side", "N", "--position", "2-2-2-2-2-0/2-2-2-2-1-1 S", "--dir", table_dir, "--time", "0.2"],
+        input="quit\n",
+    )
+    assert session.exit_code == 0, session.output
+    assert "awele plays" in session.output and "searched" in session.output
+
+
+def test_bench_quick_json():
+    result = CliRunner().invoke(cli, ["bench", "--quick", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["movegen"]["leaves"] == 3592872  # perft(9) from the opening
+    assert data["build"]["positions"] == sum(index.layer_size(n) for n in range(13))
+    names = [row["name"] for row in data["search"]["positions"]]
+    assert names[0] == "opening" and len(names) == 7
+    assert all(row["nodes"] > 0 and row["move"] for row in data["search"]["positions"])

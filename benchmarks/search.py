@@ -1,0 +1,44 @@
+"""Search speed on a fixed suite: nodes/s and time to each depth, JSON out.
+
+    python benchmarks/search.py [--dir DIR] [--table-seeds 12] [--depth-scale 0] [--cycles own]
+
+The suite (solver/bench.py) is the opening, middlegames from two recorded
+games and endgames, each searched to a fixed depth with a fresh 64 MiB
+transposition table on one thread. Tables of 0..table-seeds seeds are read
+into memory (built in a temporary folder when DIR lacks them). The first
+search compiles the kernel (or loads numba's cache) and is not timed.
+"""
+
+import argparse
+import json
+import os
+import tempfile
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+from solver import tables  # noqa: E402
+from solver.bench import SUITE_TABLE_SEEDS, bench_search  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default=None, help="tables folder (default: a temporary one)")
+    parser.add_argument("--table-seeds", type=int, default=SUITE_TABLE_SEEDS)
+    parser.add_argument("--depth-scale", type=int, default=0, help="plies added to every suite depth")
+    parser.add_argument("--cycles", choices=["own", "split"], default="own")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="awele-search-") as scratch:
+        directory = args.dir or scratch
+        tables.build(args.table_seeds, directory)
+        result = bench_search(directory, args.table_seeds, args.depth_scale, args.cycles)
+    print(json.dumps(result, indent=2))
+    for row in result["positions"]:
+        print(f"{row['name']:40s} depth {row['depth']:3d}  {row['nodes']:>12,} nodes  {row['seconds']:7.2f} s  "
+              f"{row['nps'] / 1e6:5.1f} M/s  value {row['value']:+d}{' exact' if row['exact'] else ''}")
+    print(f"total: {result['nodes']:,} nodes in {result['seconds']:.2f} s: {result['nps'] / 1e6:.1f} M nodes/s "
+          f"(median {result['median_nps'] / 1e6:.1f})")
+
+
+if __name__ == "__main__":
+    main()
