@@ -69,7 +69,7 @@ PARTIAL_OFFSET = 64  # component values are kept as d + 64, so 0 means unknown
 CYCLES = ("own", "split")
 DEFAULT_HASH_MB = 64
 DEFAULT_COMPONENT_LIMIT = 4_000_000
-DEFAULT_TABLE_BYTES = 1 << 30  # tables read into memory for search, at most
+DEFAULT_TABLE_BYTES = 256 << 20  # tables read into memory for search, at most
 PROOF_NODES = 2_000_000  # alpha-beta nodes tried before solving a component
 COMPONENT_RATE = 1_000_000  # component positions allowed per second of time limit
 
@@ -848,8 +848,8 @@ class _Run:
             )
             seconds = _time.perf_counter() - tick
             result.nodes += int(used)
-            if seconds > 0.005:
-                self.nps_estimate = used / seconds
+            if used > 100_000:  # small iterations time numba's start-up, not the search
+                self.nps_estimate = max(used / seconds, 1_000_000.0)
             if aborted:
                 break
             self.next_depth += 1
