@@ -56,6 +56,7 @@ from . import index
 from .intrinsics import prefetch_row
 from .errors import AweleError, GameOverError, InvalidPositionError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position
+from .probe import Tablebase, _value_packed
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds
 
 MAX_PLY = 120  # deepest iteration; the stack has room for this plus the history
@@ -89,22 +90,7 @@ def known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_s
     """d of a non-terminal position from the tables or solved components, or
     NOT_TERMINAL when neither knows it."""
     if loaded[seeds]:
-        if index.packed_in_index(opponent):
-            return np.int64(flat[starts[seeds] + index.rank_packed(mover, opponent, seeds)])
-        # All opponent houses occupied: outside the index, one ply of lookup.
-        best = -INFINITE
-        mask = legal_mask(mover, opponent)
-        for house in range(ROW):
-            if mask & (1 << house):
-                captured, child_mover, child_opponent = play(mover, opponent, house)
-                child_seeds = seeds - captured
-                if not loaded[child_seeds]:
-                    return NOT_TERMINAL
-                child = flat[starts[child_seeds] + index.rank_packed(child_mover, child_opponent, child_seeds)]
-                value = captured - np.int64(child)
-                if value > best:
-                    best = value
-        return best
+        return _value_packed(mover, opponent, flat, starts, loaded)
     if partial_starts[seeds + 1] > partial_starts[seeds] and index.packed_in_index(opponent):
         stored = partial[partial_starts[seeds] + index.rank_packed(mover, opponent, seeds)]
         if stored != 0:
@@ -619,8 +605,6 @@ class Searcher:
 
     def __init__(self, tablebase=None, hash_mb=DEFAULT_HASH_MB, max_table_seeds=None,
                  table_bytes=DEFAULT_TABLE_BYTES, component_limit=DEFAULT_COMPONENT_LIMIT):
-        from .probe import Tablebase
-
         if tablebase is None or isinstance(tablebase, (str, bytes)) or hasattr(tablebase, "__fspath__"):
             tablebase = Tablebase(tablebase)
         self.tablebase = tablebase

@@ -23,14 +23,14 @@ def naive_search_value(board, lower_value, cycles="split", history=(), budget=20
     """
     calls = [0]
 
-    def value(node, path):
+    def value(node, path, root=False):
         calls[0] += 1
         if calls[0] > budget or len(path) > 150:
             raise TooLarge
         terminal = naive_terminal_value(list(node))
         if terminal is not None:
             return terminal
-        if path and node in path[-2::-2]:
+        if not root and node in path[-2::-2]:  # the root is not a repetition
             return 0 if cycles == "split" else sum(node[:6]) - sum(node[6:])
         best = None
         for house in naive_legal_moves(list(node)):
@@ -42,13 +42,4 @@ def naive_search_value(board, lower_value, cycles="split", history=(), budget=20
             best = score if best is None else max(best, score)
         return best
 
-    root = tuple(board)
-    best = None
-    for house in naive_legal_moves(list(root)):
-        captured, child = naive_play(list(root), house)
-        if captured:
-            score = captured - lower_value(child)
-        else:
-            score = -value(child, [tuple(b) for b in history] + [root])
-        best = score if best is None else max(best, score)
-    return best
+    return value(tuple(board), [tuple(b) for b in history], root=True)
