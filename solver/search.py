@@ -54,9 +54,9 @@ from numba import njit
 
 from . import index
 from .intrinsics import prefetch_row
-from .errors import AweleError, GameOverError, InvalidPositionError, MissingTableError
-from .position import HOUSE_LETTERS, Game, Position
-from .probe import Tablebase, _value_packed
+from .errors import AweleError, GameOverError
+from .position import HOUSE_LETTERS, Game, Position  # noqa: F401 (Position: the doctest)
+from .probe import Tablebase, _as_position, _value_packed
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds
 
 MAX_PLY = 120  # deepest iteration; the stack has room for this plus the history
@@ -161,7 +161,7 @@ def tt_unpack(data):
 @njit(cache=True)
 def _search(
     path_mover, path_opponent, root, depth, split, tt, history,
-    flat, starts, loaded, partial, partial_starts, max_nodes, pv, pv_length, estimates,
+    flat, starts, loaded, partial, partial_starts, max_nodes, pv, pv_length,
 ):
     """Fail-soft alpha-beta from path[root] to `depth` plies, full window.
 
@@ -248,22 +248,19 @@ def _search(
                 data = tt_probe(tt, tt_mask, mover, opponent)
                 if data != 0:
                     value, bound, stored_depth, tt_move = tt_unpack(data)
-                    # In "own" mode a proven entry holds the value of the game
-                    # started at this node; below it, the line above may repeat,
-                    # so it is exact only right after a capture. Elsewhere it
-                    # only orders moves, and depth-limited entries give estimates.
-                    if stored_depth == PROVEN:
-                        usable = split or since_capture[ply] == ply
-                    else:
-                        usable = estimates
-                    if usable and stored_depth >= remaining[ply]:
+                    # Only proven entries cut: a depth-limited one could hide a
+                    # proof that rests on a repetition of this path (dropping
+                    # those cutoffs cost no measurable speed). In "own" mode a
+                    # proven entry is the value of the game started at this
+                    # node, which the line above may change by repeating, so
+                    # it cuts only right after a capture; elsewhere it orders.
+                    if stored_depth == PROVEN and (split or since_capture[ply] == ply):
                         if (
                             bound == EXACT
                             or (bound == LOWER and value >= beta[ply])
                             or (bound == UPPER and value <= alpha[ply])
                         ):
                             score = value
-                            score_proven = stored_depth == PROVEN
                             continue
                 if remaining[ply] <= 0:
                     score = 0
@@ -612,9 +609,6 @@ class Searcher:
         self.tt = np.zeros((entries, 3), dtype=np.uint64)
         self.history = np.zeros((ROW, 49), dtype=np.int64)
         self.component_limit = component_limit
-        # Depth-limited entries only order moves: cutting on one would hide a
-        # proof that rests on a repetition of this path (measured: no loss of speed).
-        self.estimates = False
         self._tt_cycles = None
         self._partial_layers = []
         self._partial = np.zeros(1, dtype=np.int8)
@@ -746,6 +740,7 @@ class Searcher:
                     run.next_depth = 1
         if not result.exact:
             run.deepen(max_depth, node_budget, deadline)
+        result.line = _letters(position, run.houses)
         if result.move is None:
             # Not even depth 1 finished within the limits: any legal move, no value.
             result.move = position.legal_moves()[0]
@@ -755,10 +750,9 @@ class Searcher:
         return result
 
     def _from_tables(self, position, result, started):
-        moves = self.tablebase.moves(position)
-        best = max(m.value for m in moves)
-        choice = self.tablebase.line(position, max_plies=1).moves[0]
-        result.value = best
+        first = self.tablebase.line(position, max_plies=1)  # a best move that makes progress
+        choice = first.moves[0]
+        result.value = first.value
         result.exact = True
         result.move = choice
         result.source = "table"
@@ -809,6 +803,7 @@ class _Run:
         self.pv_length = np.zeros(root + MAX_PLY + 2, dtype=np.int64)
         self.next_depth = 1
         self.nps_estimate = 3_000_000.0
+        self.houses = []  # principal line of the deepest finished iteration (mover-view houses)
 
     def deepen(self, max_depth, node_budget, deadline):
         """Iterations next_depth..max_depth until proven, the node budget
@@ -828,7 +823,7 @@ class _Run:
             tick = _time.perf_counter()
             score, proven, used, aborted = _search(
                 self.path_mover, self.path_opponent, root, iteration, self.split, searcher.tt, searcher.history,
-                *arrays, budget, self.pv, self.pv_length, searcher.estimates,
+                *arrays, budget, self.pv, self.pv_length,
             )
             seconds = _time.perf_counter() - tick
             result.nodes += int(used)
@@ -840,9 +835,8 @@ class _Run:
             result.value = int(score)
             result.exact = bool(proven)
             result.depth = iteration
-            houses = [int(h) for h in self.pv[root, : self.pv_length[root]]]
-            result.line = _letters(self.position, houses)
-            result.move = result.line[0]
+            self.houses = [int(h) for h in self.pv[root, : self.pv_length[root]]]
+            result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]
             result.iterations.append((iteration, int(score), bool(proven), int(used), seconds))
             if proven:
                 break
@@ -875,18 +869,10 @@ def _letters(position, houses):
     return letters
 
 
-def _as_position(position):
-    if isinstance(position, Position):
-        return position
-    if isinstance(position, str):
-        return Position.from_string(position)
-    raise InvalidPositionError(f"expected a Position or its notation, got {type(position).__name__}")
-
-
 def search(position, depth=None, time=None, nodes=None, cycles="own", tablebase=None, history=None, **options):
     """Search `position` once with a fresh Searcher (see Searcher.search)."""
     return Searcher(tablebase, **options).search(position, depth=depth, time=time, nodes=nodes, cycles=cycles,
                                                  history=history)
 
 
-__all__ = ["SearchError", "SearchResult", "Searcher", "search", "known_value", "MissingTableError"]
+__all__ = ["SearchError", "SearchResult", "Searcher", "search", "known_value"]
