@@ -334,6 +334,8 @@ def _echo_search(result):
     click.echo(f"best move: {result.move}")
     value = "?" if result.value is None else f"{result.value:+d}"
     click.echo(f"value for {side} (to move): {value} ({kind}; repetition: {result.cycles})")
+    if not result.exact and result.lower is not None:
+        click.echo(f"proven bounds: {result.lower:+d} <= value <= {result.upper:+d}")
     click.echo(f"{how}: {result.nodes:,} nodes in {result.seconds:.2f} s ({result.nps / 1e6:.1f} M nodes/s)")
     if result.line:
         click.echo(f"line: {' '.join(result.line)}")
@@ -345,9 +347,11 @@ def _echo_search(result):
 @_search_options(default_time=10)
 @click.option("--cycles", type=click.Choice(["own", "split"]), default="own", show_default=True,
               help="Repetition: own = the true rule (each side takes its own seeds); split = the tables' (0).")
+@click.option("--bounds", is_flag=True,
+              help="When the value is not exact, also prove a lower and an upper bound (about two more iterations).")
 @_directory_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, cycles, directory, as_json):
+def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, cycles, bounds, directory, as_json):
     """Alpha-beta search of POSITION above the tables in memory.
 
     Stops at the limits or as soon as the value is exact. Tables of smaller
@@ -361,7 +365,7 @@ def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, 
     except AweleError as error:
         raise UserError(str(error)) from None
     searcher = _searcher(directory, max_tables, hash_mb)
-    result = searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles)
+    result = searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles, bounds=bounds)
     if as_json:
         emit_json(_search_dict(result))
     else:

@@ -161,7 +161,7 @@ def tt_unpack(data):
 @njit(cache=True)
 def _search(
     path_mover, path_opponent, root, depth, split, tt, history,
-    flat, starts, loaded, partial, partial_starts, max_nodes, pv, pv_length,
+    flat, starts, loaded, partial, partial_starts, max_nodes, pv, pv_length, horizon,
 ):
     """Fail-soft alpha-beta from path[root] to `depth` plies, full window.
 
@@ -263,7 +263,15 @@ def _search(
                             score = value
                             continue
                 if remaining[ply] <= 0:
+                    # horizon 0: an even split (the estimate). +1 / -1: the worst /
+                    # best case for the root's mover (-n or +n), which makes the
+                    # search value a proven lower / upper bound.
                     score = 0
+                    if horizon != 0:
+                        score = board_seeds(mover, opponent)
+                        if (ply - root) % 2 == 0:
+                            score = -score
+                        score *= horizon
                     score_proven = False
                     continue
             else:
@@ -531,7 +539,9 @@ class SearchResult:
     the side to move, exact when `exact`, else the estimate of the deepest
     finished iteration (leaves beyond it scored as an even split); depth:
     plies of the deepest finished iteration (0 when answered from the
-    tables); nodes, seconds, nps; line: the principal line as letters;
+    tables); lower, upper: proven bounds on the value (both equal to it
+    when exact; None unless exact or asked for with bounds=True); nodes,
+    seconds, nps; line: the principal line as letters;
     cycles: the repetition convention; source: "table", "component" or
     "search"; iterations: (depth, value, exact, nodes, seconds) each.
     """
@@ -550,6 +560,8 @@ class SearchResult:
         self.source = "search"
         self.iterations = []
         self.component_positions = 0
+        self.lower = None  # proven bounds on the value (equal to it when exact)
+        self.upper = None
 
     @property
     def line(self):
@@ -572,6 +584,8 @@ class SearchResult:
             "move": self.move,
             "value": self.value,
             "exact": self.exact,
+            "lower": self.lower,
+            "upper": self.upper,
             "depth": self.depth,
             "nodes": self.nodes,
             "seconds": round(self.seconds, 6),
@@ -675,13 +689,19 @@ class Searcher:
         )
         return ("solved", "too large", "missing table")[status], (int(value) if status == 0 else None), int(size)
 
-    def search(self, position, depth=None, time=None, nodes=None, cycles="own", history=None):
+    def search(self, position, depth=None, time=None, nodes=None, cycles="own", history=None, bounds=False):
         """Search `position` (a Position, its notation, or a Game, whose history
         then counts for repetitions) and return a SearchResult.
 
         Limits: `depth` plies, `time` seconds, `nodes`; with none the search
         runs until its value is exact (which can take very long far above
         the tables). The search stops as soon as the value is exact.
+
+        `bounds`: when the value is not exact, search the deepest finished
+        depth twice more, with every horizon leaf scored as the worst and
+        then the best case for the mover (-n, +n seeds), which gives proven
+        lower and upper bounds. Each costs about one more iteration, beyond
+        the limits.
         """
         if cycles not in CYCLES:
             raise SearchError(f"cycles must be one of {', '.join(CYCLES)}, got {cycles!r}")
@@ -741,6 +761,11 @@ class Searcher:
         if not result.exact:
             run.deepen(max_depth, node_budget, deadline)
         result.line = _letters(position, run.houses)
+        if result.exact:
+            result.lower = result.upper = result.value
+        elif bounds and result.depth > 0:
+            result.lower = run.bound(1, result.depth)
+            result.upper = run.bound(-1, result.depth)
         if result.move is None:
             # Not even depth 1 finished within the limits: any legal move, no value.
             result.move = position.legal_moves()[0]
@@ -823,7 +848,7 @@ class _Run:
             tick = _time.perf_counter()
             score, proven, used, aborted = _search(
                 self.path_mover, self.path_opponent, root, iteration, self.split, searcher.tt, searcher.history,
-                *arrays, budget, self.pv, self.pv_length,
+                *arrays, budget, self.pv, self.pv_length, 0,
             )
             seconds = _time.perf_counter() - tick
             result.nodes += int(used)
@@ -840,6 +865,19 @@ class _Run:
             result.iterations.append((iteration, int(score), bool(proven), int(used), seconds))
             if proven:
                 break
+
+
+    def bound(self, horizon, depth):
+        """A proven lower (horizon 1) or upper (horizon -1) bound on the root
+        value from a search to `depth` whose horizon leaves are scored as the
+        worst or best case for the root's mover."""
+        searcher = self.searcher
+        score, _, used, _ = _search(
+            self.path_mover, self.path_opponent, self.root, depth, self.split, searcher.tt, searcher.history,
+            *searcher._arrays(), 1 << 62, self.pv, self.pv_length, horizon,
+        )
+        self.result.nodes += int(used)  # counted, but not an iteration of its own
+        return int(score)
 
 
 def _fill_history(path_mover, path_opponent, history, position):
@@ -869,10 +907,11 @@ def _letters(position, houses):
     return letters
 
 
-def search(position, depth=None, time=None, nodes=None, cycles="own", tablebase=None, history=None, **options):
+def search(position, depth=None, time=None, nodes=None, cycles="own", tablebase=None, history=None, bounds=False,
+           **options):
     """Search `position` once with a fresh Searcher (see Searcher.search)."""
     return Searcher(tablebase, **options).search(position, depth=depth, time=time, nodes=nodes, cycles=cycles,
-                                                 history=history)
+                                                 history=history, bounds=bounds)
 
 
 __all__ = ["SearchError", "SearchResult", "Searcher", "search", "known_value"]

@@ -308,3 +308,45 @@ def test_bench_quick_json():
     names = [row["name"] for row in data["search"]["positions"]]
     assert names[0] == "opening" and len(names) == 7
     assert all(row["nodes"] > 0 and row["move"] for row in data["search"]["positions"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(8, 12), depth=st.integers(1, 5), rng_seed=st.integers(0, 10**6))
+def test_bounds_are_proven_bounds_on_the_table_value(tablebase, searchers, seeds, depth, rng_seed):
+    """Tables to 5 seeds only, a shallow search: the bounds hold the true value."""
+    position = random_position(seeds, random.Random(rng_seed))
+    if position.is_over():
+        return
+    result = searchers(5).search(position, depth=depth, cycles="split", bounds=True)
+    truth = tablebase.value(position)
+    assert result.lower <= truth <= result.upper, (str(position), result.lower, truth, result.upper)
+    if result.exact:
+        assert result.lower == result.value == result.upper == truth
+    else:
+        assert result.lower <= result.upper
+
+
+def test_bounds_hold_the_true_rule_value(table_dir):
+    rng = random.Random(5)
+    searchers_by_seeds = {seeds: Searcher(table_dir, max_table_seeds=seeds - 1, hash_mb=8) for seeds in (3, 4, 5)}
+    checked = 0
+    for _ in range(300):
+        position = random_position(rng.choice([3, 4, 5]), rng)
+        if position.is_over():
+            continue
+        try:
+            truth = naive_search_value(position.mover_board().tolist(), naive_value, "own", budget=5_000)
+        except TooLarge:
+            continue
+        result = searchers_by_seeds[position.seeds].search(position, depth=3, cycles="own", bounds=True)
+        assert result.lower <= truth <= result.upper, str(position)
+        checked += 1
+    assert checked > 20
+
+
+def test_cli_search_bounds(table_dir):
+    result = CliRunner().invoke(cli, ["search", "2-2-2-2-2-0/2-2-2-2-1-1 S", "--depth", "4", "--bounds",
+                                      "--dir", table_dir, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["exact"] is False and -20 <= data["lower"] <= data["upper"] <= 20
