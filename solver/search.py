@@ -54,7 +54,7 @@ from numba import njit
 
 from . import index
 from .intrinsics import prefetch_row
-from .errors import AweleError, GameOverError
+from .errors import AweleError, GameOverError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position  # noqa: F401 (Position: the doctest)
 from .probe import Tablebase, _as_position, _value_packed
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds
@@ -610,8 +610,10 @@ class Searcher:
 
     `tablebase`: a probe.Tablebase (or a directory); layers whose files exist
     are read into memory up to `table_bytes` in all, smallest first, or
-    exactly up to `max_table_seeds` when given. Keep one Searcher for many
-    searches: the transposition table and the component values carry over.
+    exactly up to `max_table_seeds` when given. A root whose own table exists
+    is answered from it even when that table is not in memory, unless it has
+    more than `max_table_seeds` seeds. Keep one Searcher for many searches:
+    the transposition table and the component values carry over.
     """
 
     def __init__(self, tablebase=None, hash_mb=DEFAULT_HASH_MB, max_table_seeds=None,
@@ -623,6 +625,7 @@ class Searcher:
         self.tt = np.zeros((entries, 3), dtype=np.uint64)
         self.history = np.zeros((ROW, 49), dtype=np.int64)
         self.component_limit = component_limit
+        self.max_table_seeds = index.MAX_SEEDS if max_table_seeds is None else max_table_seeds
         self._tt_cycles = None
         self._partial_layers = []
         self._partial = np.zeros(1, dtype=np.int8)
@@ -728,8 +731,13 @@ class Searcher:
             self._tt_cycles = cycles
         self.history //= 2
 
-        if self.tablebase._loaded[position.seeds]:
-            return self._from_tables(position, result, started)
+        seeds = position.seeds
+        if self.tablebase._loaded[seeds] or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds)):
+            # Its own table answers (read from the file when it is too large to hold).
+            try:
+                return self._from_tables(position, result, started)
+            except MissingTableError:
+                pass  # a child layer of a position outside the index is missing: search
         path_mover = np.zeros(MAX_HISTORY + MAX_PLY + 2, dtype=np.uint64)
         path_opponent = np.zeros_like(path_mover)
         root = 0
@@ -777,7 +785,7 @@ class Searcher:
     def _from_tables(self, position, result, started):
         first = self.tablebase.line(position, max_plies=1)  # a best move that makes progress
         choice = first.moves[0]
-        result.value = first.value
+        result.value = result.lower = result.upper = first.value
         result.exact = True
         result.move = choice
         result.source = "table"

@@ -350,3 +350,13 @@ def test_cli_search_bounds(table_dir):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["exact"] is False and -20 <= data["lower"] <= data["upper"] <= 20
+
+
+def test_a_root_with_a_table_on_disk_is_answered_from_it(table_dir, tablebase):
+    """Nothing read into memory (table_bytes=0): the root's own file still answers."""
+    searcher = Searcher(table_dir, table_bytes=0, hash_mb=8)
+    assert searcher.table_layers == []
+    position = Position.from_string("2-0-1-2-0-1/1-1-0-2-1-1 S")  # 12 seeds
+    result = searcher.search(position)
+    assert result.source == "table" and result.exact and result.depth == 0
+    assert result.lower == result.value == result.upper == tablebase.value(position)
