@@ -365,7 +365,15 @@ def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, 
     except AweleError as error:
         raise UserError(str(error)) from None
     searcher = _searcher(directory, max_tables, hash_mb)
-    result = searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles, bounds=bounds)
+
+    def report(done, value, exact, nodes_so_far, elapsed):
+        # One line per finished iteration on stderr, as engines print "info" lines.
+        rate = nodes_so_far / elapsed / 1e6 if elapsed > 0 else 0.0
+        click.echo(f"depth {done:3d}  value {value:+3d}{' exact' if exact else ''}  nodes {nodes_so_far:,}  "
+                   f"{elapsed:.2f} s  {rate:.1f} M nodes/s", err=True)
+
+    result = searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles, bounds=bounds,
+                             progress=None if as_json else report)
     if as_json:
         emit_json(_search_dict(result))
     else:

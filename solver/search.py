@@ -631,6 +631,17 @@ class Searcher:
         self._partial = np.zeros(1, dtype=np.int8)
         self._partial_starts = np.zeros(index.MAX_SEEDS + 2, dtype=np.int64)
         self._load_tables(max_table_seeds, table_bytes)
+        self._warm_up()
+
+    def _warm_up(self):
+        """Compile the kernel (or load numba's cache) now, so that a search's time
+        limit is spent searching."""
+        path = np.zeros(MAX_PLY + 2, dtype=np.uint64)
+        path[0] = np.uint64(0x040404040404)  # four seeds in each house of a row: the opening
+        opponent = path.copy()
+        pv = np.zeros((MAX_PLY + 2, MAX_PLY + 2), dtype=np.int64)
+        _search(path, opponent, 0, 1, True, np.zeros((2, 3), np.uint64), np.zeros((ROW, 49), np.int64),
+                *self._arrays(), 100, pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0)
 
     def _load_tables(self, max_table_seeds, table_bytes):
         built = sorted(self.tablebase.layers())
@@ -692,7 +703,8 @@ class Searcher:
         )
         return ("solved", "too large", "missing table")[status], (int(value) if status == 0 else None), int(size)
 
-    def search(self, position, depth=None, time=None, nodes=None, cycles="own", history=None, bounds=False):
+    def search(self, position, depth=None, time=None, nodes=None, cycles="own", history=None, bounds=False,
+               progress=None):
         """Search `position` (a Position, its notation, or a Game, whose history
         then counts for repetitions) and return a SearchResult.
 
@@ -705,6 +717,9 @@ class Searcher:
         then the best case for the mover (-n, +n seeds), which gives proven
         lower and upper bounds. Each costs about one more iteration, beyond
         the limits.
+
+        `progress`, if given, is called after each finished iteration as
+        progress(depth, value, exact, nodes so far, seconds so far).
         """
         if cycles not in CYCLES:
             raise SearchError(f"cycles must be one of {', '.join(CYCLES)}, got {cycles!r}")
@@ -744,7 +759,7 @@ class Searcher:
         if cycles == "own" and history:
             root = _fill_history(path_mover, path_opponent, history, position)
         path_mover[root], path_opponent[root] = position.packed()
-        run = _Run(self, position, path_mover, path_opponent, root, cycles == "split", result)
+        run = _Run(self, position, path_mover, path_opponent, root, cycles == "split", result, progress, started)
         max_depth = depth or MAX_PLY
         node_budget = nodes if nodes is not None else (1 << 62)
 
@@ -824,7 +839,7 @@ class Searcher:
 class _Run:
     """Iterative deepening of one search: the path, the PV buffers, the result."""
 
-    def __init__(self, searcher, position, path_mover, path_opponent, root, split, result):
+    def __init__(self, searcher, position, path_mover, path_opponent, root, split, result, progress, started):
         self.searcher = searcher
         self.position = position
         self.path_mover = path_mover
@@ -832,6 +847,8 @@ class _Run:
         self.root = root
         self.split = split
         self.result = result
+        self.progress = progress
+        self.started = started
         self.pv = np.zeros((root + MAX_PLY + 2, MAX_PLY + 2), dtype=np.int64)
         self.pv_length = np.zeros(root + MAX_PLY + 2, dtype=np.int64)
         self.next_depth = 1
@@ -871,6 +888,8 @@ class _Run:
             self.houses = [int(h) for h in self.pv[root, : self.pv_length[root]]]
             result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]
             result.iterations.append((iteration, int(score), bool(proven), int(used), seconds))
+            if self.progress is not None:
+                self.progress(iteration, int(score), bool(proven), result.nodes, _time.perf_counter() - self.started)
             if proven:
                 break
 
