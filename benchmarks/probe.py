@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 
-from solver import Position, index, tables
+from solver import Position, index
+from solver import build as builder
 from solver.probe import Tablebase
 
 
@@ -41,7 +42,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="awele-probe-") as scratch:
         directory = args.dir or scratch
-        tables.build(args.seeds, directory)
+        builder.build(args.seeds, directory)
         rng = np.random.default_rng(1)
         position = Position.from_mover_board(random_boards(args.seeds, 1, rng)[0])
         command = [sys.executable, "-m", "solver.cli", "best", str(position), "--dir", directory, "--json"]

@@ -16,7 +16,7 @@ import tempfile
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
-from solver import tables  # noqa: E402
+from solver import build as builder  # noqa: E402
 from solver.bench import SUITE_TABLE_SEEDS, bench_search  # noqa: E402
 
 
@@ -30,7 +30,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="awele-search-") as scratch:
         directory = args.dir or scratch
-        tables.build(args.table_seeds, directory)
+        builder.build(args.table_seeds, directory)
         result = bench_search(directory, args.table_seeds, args.depth_scale, args.cycles)
     print(json.dumps(result, indent=2))
     for row in result["positions"]:

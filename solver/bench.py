@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from . import index, tables
+from . import build as builder
+from . import index
 from .position import Game, Position, perft
 from .probe import Tablebase
 from .search import Searcher
@@ -112,7 +113,7 @@ def bench_movegen(depth=10, repeat=3):
 
 def bench_build(directory, max_seeds=12, threads=None):
     started = time.perf_counter()
-    tables.build(max_seeds, directory, threads=threads)
+    builder.build(max_seeds, directory, threads=threads)
     seconds = time.perf_counter() - started
     positions = sum(index.layer_size(n) for n in range(max_seeds + 1))
     return {"benchmark": "build", "max_seeds": max_seeds, "positions": positions, "seconds": seconds,

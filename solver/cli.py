@@ -127,23 +127,54 @@ def _directory_option(function):
     )(function)
 
 
+def _memory_option(function):
+    return click.option(
+        "--memory",
+        default=None,
+        metavar="SIZE",
+        help="Memory budget, e.g. 20G (default: the available memory less 1 GiB).",
+    )(function)
+
+
+def _budget(memory):
+    from . import build as builder
+
+    if memory is None:
+        return builder.default_budget()
+    try:
+        return builder.parse_memory(memory)
+    except ValueError as error:
+        raise UserError(f"--memory: {error}") from None
+
+
 @cli.command()
 @click.option("--max-seeds", type=click.IntRange(0, 48), required=True, help="Build every layer 0..N.")
 @_directory_option
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Worker threads (default: all cores).")
+@_memory_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per layer.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def build(max_seeds, directory, threads, as_json, quiet):
-    """Build the endgame tables up to N seeds; layers already built are reused."""
+def build(max_seeds, directory, threads, memory, as_json, quiet):
+    """Build the endgame tables up to N seeds; layers already built are reused.
+
+    Each layer takes 1.5 bytes a position while it is built, plus its smaller
+    layers (n-15..n-2) at a byte a position, a group at a time when they do
+    not all fit in the memory budget (see `awele plan`).
+    """
     from tqdm import tqdm
 
+    from . import build as builder
     from . import index, tables
 
+    if threads is not None and threads > (os.cpu_count() or 1):
+        raise UserError(f"--threads {threads}: this machine has {os.cpu_count()} cores")
     directory = directory or tables.default_directory()
+    budget = _budget(memory)
     bars = {}
+    show_bars = not (quiet or as_json) and sys.stderr.isatty()
 
     def progress(seeds, step, fraction):
-        if quiet or as_json:
+        if not show_bars:
             return
         bar = bars.get(seeds)
         if bar is None:
@@ -164,15 +195,64 @@ def build(max_seeds, directory, threads, as_json, quiet):
         click.echo(
             f"layer {row['seeds']:2d}: {row['positions']:>13,} positions  {row['seconds']:8.2f} s  "
             f"{row['positions_per_second'] or 0:>12,.0f} positions/s  peak {row['peak_bytes'] / 2**20:8.0f} MiB"
+            + (f"  {row['exit_passes']} exit passes" if row.get("exit_passes", 1) > 1 else "")
         )
 
     if not as_json:
         total = sum(index.layer_size(n) for n in range(max_seeds + 1))
-        click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory}")
+        need = max(builder.least_bytes(n) for n in range(max_seeds + 1))
+        click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory}; "
+                   f"memory budget {budget / 2**30:.1f} GiB, the largest layer needs at least {need / 2**30:.1f} GiB")
     started = time.perf_counter()
-    tables.build(max_seeds, directory, threads=threads, report=report, progress=progress)
+    builder.build(max_seeds, directory, threads=threads, memory=budget, report=report, progress=progress)
     if not as_json:
         click.echo(f"done in {time.perf_counter() - started:.1f} s")
+
+
+@cli.command()
+@click.option("--max-seeds", type=click.IntRange(0, 48), default=32, show_default=True,
+              help="Plan layers 0..N.")
+@_memory_option
+@_directory_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def plan(max_seeds, memory, directory, as_json):
+    """Per layer: positions, memory, exit passes, file size and time, under a memory budget.
+
+    Times and file sizes come from the largest layer built in the tables
+    folder (its recorded build time and file size), or from stated defaults.
+    """
+    from . import build as builder
+
+    result = builder.plan(max_seeds, _budget(memory), directory)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"memory budget {result['budget_bytes'] / 2**30:.1f} GiB: builds layers up to {result['largest_layer']}; "
+               f"rates from {result['measured_on']} ({result['rate']:,.0f} positions/s, "
+               f"{result['file_bytes_per_position']:.3f} B/position on disk)")
+    click.echo(f"{'seeds':>5} {'positions':>16} {'working':>9} {'smaller':>9} {'peak':>9} {'passes':>6} "
+               f"{'file':>9} {'time':>10}")
+    gib = 2**30
+    total_seconds = total_bytes = 0
+    for row in result["layers"]:
+        total_seconds += row["seconds"]
+        total_bytes += row["file_bytes"]
+        peak = f"{row['peak_bytes'] / gib:8.1f}G" if row["fits"] else "  too big"
+        passes = f"{row['exit_passes']:>6}" if row["fits"] else f"{'-':>6}"
+        click.echo(
+            f"{row['seeds']:>5} {row['positions']:>16,} {row['working_bytes'] / gib:8.1f}G "
+            f"{row['smaller_layer_bytes'] / gib:8.1f}G {peak} {passes} {row['file_bytes'] / gib:8.2f}G "
+            f"{_duration(row['seconds']):>10}"
+        )
+    click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)}, {total_bytes / gib:.1f} GiB on disk")
+
+
+def _duration(seconds):
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 @cli.command()
@@ -184,7 +264,7 @@ def info(directory, full, as_json):
     from . import tables
 
     directory = directory or tables.default_directory()
-    layers = tables.built_layers(directory) if os.path.isdir(directory) else []
+    layers = tables.built_layers(directory)
     rows = [tables.table_info(directory, seeds, full=full) for seeds in layers]
     if as_json:
         emit_json({"directory": directory, "layers": rows})
@@ -215,18 +295,20 @@ def info(directory, full, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def verify(seeds, directory, as_json):
     """Re-check every position of a layer against its moves."""
-    from . import retrograde, tables
+    from . import build as builder
+    from . import tables
+    from .layers import LayerStore
 
     directory = directory or tables.default_directory()
-    layers = [seeds] if seeds is not None else (tables.built_layers(directory) if os.path.isdir(directory) else [])
+    layers = [seeds] if seeds is not None else tables.built_layers(directory)
     if not layers:
         raise UserError(f"no tables in {directory} to verify")
-    lower = retrograde.LowerLayers(max(layers))
+    store = LayerStore(max(layers))
     results = []
     failed = False
     for layer in layers:
         started = time.perf_counter()
-        count, examples = tables.verify(directory, layer, lower)
+        count, examples = builder.verify(directory, layer, store)
         seconds = time.perf_counter() - started
         failed = failed or count > 0
         results.append({"seeds": layer, "mismatches": count, "examples": examples, "seconds": seconds})
@@ -246,8 +328,9 @@ EMBEDDED_SEEDS = 16  # `best` builds missing layers up to this many seeds by its
 
 def _open_tablebase(directory, position, quiet=False):
     """A Tablebase for `position`, building small missing layers on the way."""
-    from .probe import Tablebase
+    from . import build as builder
     from . import tables
+    from .probe import Tablebase
 
     directory = directory or tables.default_directory()
     tablebase = Tablebase(directory)
@@ -259,7 +342,7 @@ def _open_tablebase(directory, position, quiet=False):
         if not quiet:
             click.echo(f"building the missing tables up to {needed} seeds in {directory} (once)", err=True)
         bar = tqdm(total=needed + 1, desc="tables", unit="layer", disable=quiet, file=sys.stderr)
-        tables.build(needed, directory, report=lambda row: bar.update(1))
+        builder.build(needed, directory, report=lambda row: bar.update(1))
         bar.close()
     return tablebase
 

@@ -43,3 +43,12 @@ class CorruptTableError(TableError, ValueError):
 
 class TableMismatchError(TableError, ValueError):
     """A table file built for other rules, another index or another format."""
+
+
+class TableWriteError(TableError, OSError):
+    """A table file that cannot be written: the folder is missing, read-only or full."""
+
+
+class BuildError(AweleError, RuntimeError):
+    """A build that cannot run as asked: another build holds the folder, or the
+    memory budget cannot hold a layer."""

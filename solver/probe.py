@@ -19,11 +19,11 @@ from numba import njit
 from . import index, tables
 from .errors import InvalidPositionError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position
-from .retrograde import LowerLayers
+from .layers import LayerStore
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play, terminal_value
 
 WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
-CHUNK_CACHE_BYTES = 64 << 20  # decompressed chunks kept per open file (64 of them)
+CACHE_CHUNKS = 64  # checked chunks kept per open file (64 of 256 Ki positions: 16 MiB)
 
 
 @njit(cache=True)
@@ -111,11 +111,11 @@ class Tablebase:
 
     def __init__(self, directory=None):
         self.directory = directory or tables.default_directory()
-        self._files = {}
-        self._datasets = {}
-        self._max = index.MAX_SEEDS
-        self._store = LowerLayers(-1)  # the layers read whole, as the builder holds them
-        self._loaded = np.zeros(self._max + 1, dtype=np.bool_)
+        self._readers = {}
+        self._store = LayerStore(0)  # the layers read whole, as the builder holds them
+
+    def __repr__(self):
+        return f"Tablebase({self.directory!r}, layers={self.layers()}, in_memory={self.loaded_layers()})"
 
     # Files -----------------------------------------------------------------------
 
@@ -127,59 +127,55 @@ class Tablebase:
 
     def close(self):
         """Close the open files and drop the loaded layers."""
-        self._datasets.clear()
-        for handle in self._files.values():
-            handle.close()
-        self._files.clear()
-        self._store = LowerLayers(-1)
-        self._loaded[:] = False
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
+        self._store = LayerStore(0)
 
     def layers(self):
         """Seed counts with a table file in the folder."""
-        return tables.built_layers(self.directory) if os.path.isdir(self.directory) else []
+        return tables.built_layers(self.directory)
 
     def has_layer(self, seeds):
-        return os.path.exists(tables.table_path(self.directory, seeds))
+        return os.path.isfile(tables.table_path(self.directory, seeds))
 
-    def _dataset(self, seeds):
-        # Keep the dataset object itself open: HDF5's chunk cache belongs to
-        # an open dataset, so reopening it for every probe would inflate the
-        # same chunk again each time.
-        dataset = self._datasets.get(seeds)
-        if dataset is None:
-            handle = self._files[seeds] = tables.open_table(self.directory, seeds, cache_bytes=CHUNK_CACHE_BYTES)
-            dataset = self._datasets[seeds] = handle[tables.DATASET]
-        return dataset
+    @property
+    def store(self):
+        """The LayerStore holding the layers read whole (kernels read its arrays())."""
+        return self._store
+
+    def loaded_layers(self):
+        """Seed counts held in memory, ascending."""
+        return self._store.layers()
+
+    def is_loaded(self, seeds):
+        return bool(self._store.loaded[seeds])
 
     def load(self, seeds):
-        """Read layer `seeds` whole into memory (checksums verified).
+        """Read layer `seeds` whole into memory (every chunk's CRC and the
+        histogram checked).
 
-        Loaded layers share one flat array laid out by seed count, which the
-        kernels read through offsets. It has room for every layer up to the
-        largest one present (pages of layers not loaded take no memory).
+        Loaded layers share one LayerStore, which the kernels read through
+        offsets; it grows to the largest layer present in the folder.
         """
-        if self._loaded[seeds]:
+        if self._store.loaded[seeds]:
             return
         if seeds > self._store.max_seeds:
-            store = LowerLayers(max([seeds] + self.layers()))
-            for layer in self._store.loaded:
-                store.put(layer, self._store.layer(layer))
-            self._store = store
+            self._store = self._store.grown(max([seeds] + self.layers()))
         tables.load_values(self.directory, seeds, out=self._store.layer(seeds))
-        self._store.loaded.add(seeds)
-        self._loaded[seeds] = True
+        self._store.mark_loaded(seeds)
 
     def _lookup(self, seeds, rank):
-        """d at (layer, rank): from memory, or one chunk from the file."""
-        if self._loaded[seeds]:
+        """d at (layer, rank): from memory, or from one checked chunk of the file."""
+        if self._store.loaded[seeds]:
             return int(self._store.flat[self._store.starts[seeds] + rank])
         if index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
             self.load(seeds)
             return int(self._store.flat[self._store.starts[seeds] + rank])
-        try:
-            return int(self._dataset(seeds)[rank])
-        except OSError as error:
-            raise tables.CorruptTableError(f"{tables.table_path(self.directory, seeds)} is damaged: {error}") from None
+        reader = self._readers.get(seeds)
+        if reader is None:
+            reader = self._readers[seeds] = tables.ChunkReader(self.directory, seeds, CACHE_CHUNKS)
+        return reader.value(rank)
 
     # Values ----------------------------------------------------------------------
 
@@ -248,7 +244,7 @@ class Tablebase:
             raise InvalidPositionError("a board holds more than 48 seeds")
         out = np.empty(boards.shape[0], dtype=np.int8)
         while True:
-            stuck = _values(boards, self._store.flat, self._store.starts, self._loaded, out)
+            stuck = _values(boards, *self._store.arrays(), out)
             if stuck < 0:
                 return out
             self._load_for(boards[stuck])

@@ -7,6 +7,13 @@ Terminal positions have E = +n (rule 5) or -n (rule 6) and no moves.
 Non-capturing moves stay in the layer and can cycle, which is what makes the
 layer hard.
 
+Exits need the smaller layers n-15..n-2 (a capture takes at least 2 seeds
+and at most 15: five opponent houses of 3). They are
+found in one or more passes over the layer, each with a group of smaller
+layers in memory, keeping the best so far; the stages then need layer n
+alone. That is what lets a layer be built when its smaller layers do not
+all fit in memory beside it.
+
 Staged algorithm (the widening window of Romein and Bal, one pass per layer).
 For k = n, n-1, ..., 1, stage k resolves exactly the positions with |d| = k,
 given that every position with |d| > k is already resolved. Each position
@@ -22,20 +29,29 @@ resolved it).
 
 Once stage 1 ends, what is left is endless play: d = 0.
 
+Working state: 1.5 bytes a position. The value byte holds the value once a
+position is resolved (a number in [-48, 48]); before that it holds the
+position's exit value E as a *pending code*, E with its top bit flipped,
+which always falls outside [-48, 48] (E = -infinity is stored as -49). The
+count of unresolved children (at most 6) and the FRESH bit share a nibble:
+two positions a byte. The value bytes are the layer's slot in the
+LayerStore, so the finished values are already where the layers above read
+them, and the file is written from them directly.
+
 Parallel scheme. Work is split into blocks of ranks. A propagation sweep
 takes the blocks flagged in the last sweep; for each FRESH position of its
 block, a thread generates the predecessors by un-sowing and updates them
-wherever they are, with byte atomics: a compare-and-swap claims an
-unresolved position (so exactly one thread resolves it and flags it FRESH),
-and an atomic decrement counts down its children. FRESH is cleared only by
+wherever they are, with byte atomics: a compare-and-swap of the pending
+code claims an unresolved position (so exactly one thread resolves it and
+flags it FRESH), and an atomic decrement of its nibble counts down its
+children (a count never goes below zero: each child edge is told once, so
+the neighbouring nibble is never borrowed from). FRESH is cleared only by
 the block's owner, so every resolved position is propagated exactly once.
 Sweeps repeat until one finds nothing FRESH; flags for the next sweep go to
 a second array, so none is lost while a sweep reads the first.
-
-Memory: a (value, count) pair and an exit byte per position of the layer (3
-bytes), a byte per block, and the smaller layers at one byte per position.
 """
 
+import contextlib
 import time
 from collections import namedtuple
 
@@ -44,20 +60,53 @@ import numpy as np
 from numba import njit, prange
 
 from . import index
-from .intrinsics import atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch_row
+from .intrinsics import atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch
+from .layers import LayerStore
 from .rules import LAP_MASKS, RANGE_MASKS, ROW, ROW_ONES, legal_mask, play, terminal_value
 
-VALUE, COUNT = 0, 1  # columns of the per-position state array
-UNKNOWN = -128  # value of a position not resolved yet
-NO_EXIT = -128  # exit byte of a position without capturing moves (E = -infinity)
-FRESH = 0x40  # bit of the count byte: resolved, predecessors not yet told
-CHILDREN = 0x0F  # bits of the count byte: non-capturing children not resolved
+MAX_VALUE = index.MAX_SEEDS  # every resolved value lies in [-MAX_VALUE, MAX_VALUE]
+NO_EXIT = -MAX_VALUE - 1  # E of a position without capturing moves (-infinity)
+PENDING = 0x80  # pending code = exit value with this bit flipped
+FRESH = 0x8  # bit of a position's nibble: resolved, predecessors not yet told
+CHILDREN = 0x7  # bits of the nibble: non-capturing children not resolved
+MAX_CAPTURE = 15  # the most seeds one move captures: layers n-15..n-2 are the exits'
+WORKING_BYTES = 1.5  # working bytes a position of the layer being built
 
-BLOCK = 1 << 8  # ranks per block: the unit of work one thread owns
+BLOCK = 1 << 8  # ranks per block: the unit of work one thread owns (even: whole count bytes)
 WALK_LIMIT = 8  # step with the successor walk over gaps up to this, else unrank
 BATCH = 64  # predecessor ranks gathered (and prefetched) before they are updated
 MAX_PREDECESSORS = 6 * 5 * 11  # a bound on the predecessors of one position
 HIGH_BITS = np.uint64(0x0000808080808080)  # bit 7 of each house lane: borrow detector
+BYTE_ONES = np.uint64(0x0101010101010101)
+
+
+def exit_layers(seeds):
+    """The smaller layers captures from layer `seeds` lead to."""
+    return list(range(max(0, seeds - MAX_CAPTURE), max(0, seeds - 1)))
+
+
+@njit(cache=True, inline="always")
+def pending(exit):
+    """The value byte of an unresolved position whose exit value is `exit`."""
+    code = (exit & 0xFF) ^ PENDING
+    return np.int8(code - 256 if code > 127 else code)
+
+
+@njit(cache=True, inline="always")
+def pending_exit(code):
+    """The exit value held by a pending code."""
+    exit = (np.int64(code) & 0xFF) ^ PENDING
+    return exit - 256 if exit > 127 else exit
+
+
+@njit(cache=True, inline="always")
+def resolved(code):
+    return -MAX_VALUE <= code <= MAX_VALUE
+
+
+@njit(cache=True, inline="always")
+def _nibble(counts, rank):
+    return (np.int64(counts[rank >> 1]) >> ((rank & 1) << 2)) & 0xF
 
 
 @njit(cache=True, inline="always")
@@ -72,12 +121,11 @@ def _position_at(rank, current, mover, opponent, seeds, rows):
 
 
 @njit(cache=True, inline="always")
-def exit_value(mover, opponent, seeds, lower, lower_start):
-    """(E(s), non-capturing moves): E is the best capturing move (captured -
-    d(child)), the terminal value when there is no move, or NO_EXIT."""
+def best_capture(mover, opponent, seeds, flat, starts, use):
+    """(best over the capturing moves whose layer is in `use` of captured -
+    d(child), or NO_EXIT; the number of non-capturing moves). The one place
+    a capture is looked up in a smaller layer."""
     mask = legal_mask(mover, opponent)
-    if mask == 0:
-        return terminal_value(mover, opponent), 0
     best = NO_EXIT
     children = 0
     for house in range(ROW):
@@ -85,29 +133,52 @@ def exit_value(mover, opponent, seeds, lower, lower_start):
             captured, child_mover, child_opponent = play(mover, opponent, house)
             if captured > 0:
                 child_seeds = seeds - captured
-                child = index.rank_packed(child_mover, child_opponent, child_seeds)
-                value = captured - lower[lower_start[child_seeds] + child]
-                if value > best:
-                    best = value
+                if use[child_seeds]:
+                    child = index.rank_packed(child_mover, child_opponent, child_seeds)
+                    value = captured - flat[starts[child_seeds] + child]
+                    if value > best:
+                        best = value
             else:
                 children += 1
     return best, children
 
 
+@njit(cache=True, inline="always")
+def exit_value(mover, opponent, seeds, flat, starts, use):
+    """E(s): the terminal value when there is no move, else the best capture
+    into the layers in `use`, or NO_EXIT."""
+    if legal_mask(mover, opponent) == 0:
+        return terminal_value(mover, opponent)
+    return best_capture(mover, opponent, seeds, flat, starts, use)[0]
+
+
 @njit(cache=True, parallel=True)
-def init_layer(seeds, state, exits, lower, lower_start, rows):
-    """Every value UNKNOWN; exit bytes; counts of non-capturing children."""
-    size = exits.shape[0]
+def exit_pass(seeds, values, counts, flat, starts, use, first, rows):
+    """One pass of exits over the layer, with the smaller layers marked in `use`.
+
+    The first pass writes every position's pending code (terminal value, or
+    its best capture into `use`) and its count of non-capturing children;
+    a later one raises the pending code where a capture into `use` does
+    better. Threads own whole blocks, hence whole count bytes.
+    """
+    size = values.shape[0]
     blocks = (size + BLOCK - 1) // BLOCK
     for block in prange(blocks):
         start = block * BLOCK
         stop = min(size, start + BLOCK)
         mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
         for rank in range(start, stop):
-            best, children = exit_value(mover, opponent, seeds, lower, lower_start)
-            state[rank, VALUE] = UNKNOWN
-            state[rank, COUNT] = children
-            exits[rank] = best
+            if first:
+                if legal_mask(mover, opponent) == 0:
+                    values[rank] = pending(terminal_value(mover, opponent))
+                else:
+                    best, children = best_capture(mover, opponent, seeds, flat, starts, use)
+                    values[rank] = pending(best)
+                    counts[rank >> 1] |= np.uint8(children << ((rank & 1) << 2))
+            else:
+                best, children = best_capture(mover, opponent, seeds, flat, starts, use)
+                if best > pending_exit(values[rank]):
+                    values[rank] = pending(best)
             ok, mover, opponent = index.next_packed(mover, opponent, seeds)
 
 
@@ -115,54 +186,59 @@ def init_layer(seeds, state, exits, lower, lower_start, rows):
 def _has_byte(word, byte_pattern):
     """Whether any byte of `word` equals the byte repeated in `byte_pattern`."""
     diff = word ^ byte_pattern
-    return ((diff - np.uint64(0x0101010101010101)) & ~diff & np.uint64(0x8080808080808080)) != 0
+    return ((diff - BYTE_ONES) & ~diff & np.uint64(0x8080808080808080)) != 0
 
 
 @njit(cache=True)
-def _seed_block(stage, start, stop, state, exits, exit_words, plus, minus):
+def _seed_block(stage, start, stop, values, counts, value_words, plus, minus):
     count = 0
+    plus_code = pending(stage)
+    minus_code = pending(-stage)
     for word in range(start // 8, (stop + 7) // 8):
-        bits = exit_words[word]
+        bits = value_words[word]
         if not (_has_byte(bits, plus) or _has_byte(bits, minus)):
             continue
         for rank in range(word * 8, min(stop, word * 8 + 8)):
-            best = exits[rank]
-            if state[rank, VALUE] == UNKNOWN and (
-                best == stage or (best == -stage and state[rank, COUNT] & CHILDREN == 0)
-            ):
-                state[rank, VALUE] = best
-                state[rank, COUNT] = state[rank, COUNT] | FRESH
-                count += 1
+            code = values[rank]
+            if code == plus_code:
+                values[rank] = stage
+            elif code == minus_code and _nibble(counts, rank) & CHILDREN == 0:
+                values[rank] = -stage
+            else:
+                continue
+            counts[rank >> 1] |= np.uint8(FRESH << ((rank & 1) << 2))
+            count += 1
     return count
 
 
 @njit(cache=True, parallel=True)
-def seed_stage(stage, state, exits, exit_words, flags):
+def seed_stage(stage, values, counts, value_words, flags):
     """Resolve the stage's seeds in place (E = +stage, or E = -stage with no
     unresolved child) and flag their blocks; return how many.
 
-    The exit bytes are scanned eight at a time (as words of `exit_words`),
-    looking only into words that hold +stage or -stage somewhere.
+    The value bytes are scanned eight at a time (as words of `value_words`),
+    looking only into words that hold the pending code of +stage or -stage.
     """
-    size = exits.shape[0]
+    size = values.shape[0]
     blocks = flags.shape[0]
-    plus = np.uint64(stage & 0xFF) * np.uint64(0x0101010101010101)
-    minus = np.uint64((-stage) & 0xFF) * np.uint64(0x0101010101010101)
-    resolved = np.zeros(blocks, dtype=np.int64)
+    plus = np.uint64(np.int64(pending(stage)) & 0xFF) * BYTE_ONES
+    minus = np.uint64(np.int64(pending(-stage)) & 0xFF) * BYTE_ONES
+    found = np.zeros(blocks, dtype=np.int64)
     for block in prange(blocks):
         start = block * BLOCK
-        count = _seed_block(stage, start, min(size, start + BLOCK), state, exits, exit_words, plus, minus)
+        count = _seed_block(stage, start, min(size, start + BLOCK), values, counts, value_words, plus, minus)
         if count:
             flags[block] = 1
-        resolved[block] = count
-    return resolved.sum()
+        found[block] = count
+    return found.sum()
 
 
 @njit(cache=True)
-def predecessors(mover, opponent, seeds, state, found, count):
+def predecessors(mover, opponent, seeds, values, counts, with_counts, found, count):
     """Append the ranks of the in-layer predecessors of a position (words of
-    the child) to found[count:]; return the new count. Each rank's state row
-    is prefetched, so the caller can mark a batch with its misses overlapped.
+    the child) to found[count:]; return the new count. Each rank's value byte
+    (and count byte, when `with_counts`) is prefetched, so the caller can
+    update a batch with its misses overlapped.
 
     Un-sowing. The parent's own row after the move is the child's opponent
     row, and its origin house h is empty there. Sowing k = 11q + r seeds from
@@ -211,7 +287,9 @@ def predecessors(mover, opponent, seeds, state, found, count):
                         if captured != 0 or child_mover != mover or child_opponent != opponent:
                             continue
                 parent = index.rank_packed(parent_mover, parent_opponent, seeds)
-                prefetch_row(state, parent)
+                prefetch(values, parent)
+                if with_counts:
+                    prefetch(counts, parent >> 1)
                 found[count] = parent
                 count += 1
             if lap_failed:
@@ -220,39 +298,44 @@ def predecessors(mover, opponent, seeds, state, found, count):
 
 
 @njit(cache=True, inline="always")
-def _tell(rank, child_value, stage, state, exits, next_flags):
+def _tell(rank, child_value, stage, values, counts, next_flags):
     """A child of `rank` was resolved at child_value (+-stage); update `rank`.
 
     At -stage the predecessor is won (+stage). At +stage it has one unresolved
     child less, and with none left and an exit at most -stage it is lost
-    (-stage). The compare-and-swap makes exactly one thread the resolver.
-    Returns 1 if this call resolved the position.
+    (-stage). The compare-and-swap of the pending code makes exactly one
+    thread the resolver. Returns 1 if this call resolved the position.
     """
-    if state[rank, VALUE] != UNKNOWN:
+    code = values[rank]
+    if resolved(code):
         return 0
     if child_value < 0:
         value = stage
     else:
-        left = (atomic_sub(state, rank, COUNT, np.int8(1)) & CHILDREN) - 1
-        if left != 0 or exits[rank] > -stage:
+        shift = (rank & 1) << 2
+        old = atomic_sub(counts, rank >> 1, np.uint8(1 << shift))
+        if (np.int64(old) >> shift) & CHILDREN != 1:
+            return 0
+        code = values[rank]
+        if resolved(code) or pending_exit(code) > -stage:
             return 0
         value = -stage
-    if not compare_and_swap(state, rank, VALUE, np.int8(UNKNOWN), np.int8(value)):
+    if not compare_and_swap(values, rank, code, np.int8(value)):
         return 0
-    atomic_or(state, rank, COUNT, np.int8(FRESH))
+    atomic_or(counts, rank >> 1, np.uint8(FRESH << ((rank & 1) << 2)))
     next_flags[rank // BLOCK] = 1
     return 1
 
 
 @njit(cache=True, parallel=True)
-def propagate(stage, seeds, state, exits, active, next_flags, rows, scratch):
+def propagate(stage, seeds, values, counts, active, next_flags, rows, scratch):
     """Tell the predecessors of every FRESH position of the `active` blocks.
 
     Returns how many FRESH positions were processed. Predecessor ranks are
     gathered (and prefetched) in batches before they are updated, so the cache
     misses of those scattered updates overlap.
     """
-    size = exits.shape[0]
+    size = values.shape[0]
     processed = np.zeros(active.shape[0], dtype=np.int64)
     for item in prange(active.shape[0]):
         block = active[item]
@@ -267,21 +350,23 @@ def propagate(stage, seeds, state, exits, active, next_flags, rows, scratch):
         count = 0
         done = 0
         for rank in range(start, stop):
-            if state[rank, COUNT] & FRESH == 0:
+            shift = (rank & 1) << 2
+            if (np.int64(counts[rank >> 1]) >> shift) & FRESH == 0:
                 continue
-            atomic_and(state, rank, COUNT, np.int8(~FRESH))
+            atomic_and(counts, rank >> 1, np.uint8(~(FRESH << shift) & 0xFF))
             done += 1
             mover, opponent = _position_at(rank, current, mover, opponent, seeds, rows)
             current = rank
-            added = predecessors(mover, opponent, seeds, state, found, count)
-            told[count:added] = state[rank, VALUE]
+            value = values[rank]
+            added = predecessors(mover, opponent, seeds, values, counts, value > 0, found, count)
+            told[count:added] = value
             count = added
             if count >= BATCH:
                 for i in range(count):
-                    _tell(found[i], told[i], stage, state, exits, next_flags)
+                    _tell(found[i], told[i], stage, values, counts, next_flags)
                 count = 0
         for i in range(count):
-            _tell(found[i], told[i], stage, state, exits, next_flags)
+            _tell(found[i], told[i], stage, values, counts, next_flags)
         processed[item] = done
     return processed.sum()
 
@@ -297,15 +382,15 @@ def byte_histogram(values):
 
 
 @njit(cache=True, parallel=True)
-def settle_endless(state):
+def settle_endless(values):
     """What no stage resolved is endless play: value 0."""
-    for rank in prange(state.shape[0]):
-        if state[rank, VALUE] == UNKNOWN:
-            state[rank, VALUE] = 0
+    for rank in prange(values.shape[0]):
+        if not resolved(values[rank]):
+            values[rank] = 0
 
 
 @njit(cache=True, parallel=True)
-def bellman_mismatches(seeds, values, lower, lower_start, rows, limit):
+def bellman_mismatches(seeds, values, flat, starts, rows, limit):
     """Ranks (up to `limit`) whose value is not the best over their moves.
 
     d(s) must equal max(captured - d(child)) over capturing moves,
@@ -315,12 +400,13 @@ def bellman_mismatches(seeds, values, lower, lower_start, rows, limit):
     blocks = (size + BLOCK - 1) // BLOCK
     bad = np.full(blocks, -1, dtype=np.int64)
     counts = np.zeros(blocks, dtype=np.int64)
+    use = np.ones(seeds + 1, dtype=np.bool_)
     for block in prange(blocks):
         start = block * BLOCK
         stop = min(size, start + BLOCK)
         mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
         for rank in range(start, stop):
-            best = np.int64(exit_value(mover, opponent, seeds, lower, lower_start)[0])
+            best = np.int64(exit_value(mover, opponent, seeds, flat, starts, use))
             mask = legal_mask(mover, opponent)
             for house in range(ROW):
                 if mask & (1 << house):
@@ -338,8 +424,6 @@ def bellman_mismatches(seeds, values, lower, lower_start, rows, limit):
     return counts.sum(), found[:limit]
 
 
-
-
 Scratch = namedtuple("Scratch", "found told")
 
 
@@ -351,31 +435,16 @@ def make_scratch(threads):
     )
 
 
-class LowerLayers:
-    """Values of layers 0..max_seeds held in one flat int8 array (1 byte a position).
-
-    Kernels take (flat, starts) and read layer m, rank r at flat[starts[m] + r];
-    `starts` covers every seed count 0..48 (layers above max_seeds are empty).
-    The array is allocated zeroed, so only the pages of layers put in it take
-    memory.
-    """
-
-    def __init__(self, max_seeds):
-        self.max_seeds = max_seeds
-        self.starts = np.zeros(index.MAX_SEEDS + 2, dtype=np.int64)
-        for seeds in range(index.MAX_SEEDS + 1):
-            size = index.layer_size(seeds) if seeds <= max_seeds else 0
-            self.starts[seeds + 1] = self.starts[seeds] + size
-        self.flat = np.zeros(max(1, int(self.starts[max_seeds + 1])), dtype=np.int8)
-        self.loaded = set()
-
-    def layer(self, seeds):
-        """The (writable) slice of layer `seeds`."""
-        return self.flat[self.starts[seeds] : self.starts[seeds + 1]]
-
-    def put(self, seeds, values):
-        self.layer(seeds)[:] = values
-        self.loaded.add(seeds)
+@contextlib.contextmanager
+def thread_count(threads):
+    """Run the block with numba on `threads` threads (None: as it is), then restore."""
+    previous = numba.get_num_threads()
+    if threads:
+        numba.set_num_threads(int(threads))
+    try:
+        yield numba.get_num_threads()
+    finally:
+        numba.set_num_threads(previous)
 
 
 class StageReport:
@@ -387,86 +456,132 @@ class StageReport:
         self.sweeps = sweeps
 
 
-def solve_layer(seeds, lower, threads=None, rows=None, progress=None):
-    """Values (int8 array in index order) of every position of layer `seeds`.
+class LayerSolver:
+    """The build of one layer, in its slot of a LayerStore, step by step.
 
-    `lower` is a LowerLayers holding every layer below `seeds`. `progress`, if
-    given, is called as progress(stage_name, done_fraction) between steps.
-    Returns (values, stats) with stats a dict of timings and stage reports.
+    ``exits(layers)`` runs one exit pass with those smaller layers (they must
+    be loaded in the store); once every layer of :func:`exit_layers` has
+    been through a pass, ``solve()`` runs the stages, settles endless play
+    and marks the layer loaded in the store. The caller decides which
+    smaller layers are resident during which pass (solver.build does, by
+    its memory budget); :func:`solve_layer` is the all-in-memory path.
     """
-    if threads:
-        numba.set_num_threads(int(threads))
-    missing = [m for m in range(max(0, seeds - 15), seeds) if m not in lower.loaded]
-    if missing:
-        raise ValueError(f"layer {seeds} needs the values of layers {missing} first")
-    if rows is None:
-        rows = index.RowTables(seeds).arrays
-    size = index.layer_size(seeds)
-    blocks = (size + BLOCK - 1) // BLOCK
-    # The value and count of a position side by side: telling a predecessor
-    # reads one and updates the other, so a random access costs one miss.
-    state = np.empty((size, 2), dtype=np.int8)
-    exits = np.zeros((size + 7) // 8 * 8, dtype=np.int8)[:size]  # padded for exit_words
-    exit_words = exits.base.view(np.uint64)
-    flags = np.zeros(blocks, dtype=np.uint8)
-    next_flags = np.zeros(blocks, dtype=np.uint8)
 
-    # Each sweep runs over the list of flagged blocks only, split evenly
-    # between the threads (static scheduling: numba's dynamic chunks cost
-    # more in scheduling than they save in balance here).
-    previous_chunk = numba.set_parallel_chunksize(0)
-    try:
-        threads_used = numba.get_num_threads()
-        scratch = make_scratch(threads_used)
+    def __init__(self, seeds, store, rows=None):
+        self.seeds = seeds
+        self.store = store
+        self.rows = rows if rows is not None else index.RowTables(seeds).arrays
+        self.size = index.layer_size(seeds)
+        if seeds > store.max_seeds:
+            raise ValueError(f"layer {seeds} has no slot in a store of layers 0..{store.max_seeds}")
+        store.loaded[seeds] = False
+        start = int(store.starts[seeds])
+        padded = (self.size + 7) // 8 * 8  # the slot is page-padded: room for whole words
+        self.values = store.flat[start : start + self.size]
+        self.value_words = store.flat[start : start + padded].view(np.uint64)
+        self.counts = np.zeros((self.size + 1) // 2, dtype=np.uint8)
+        self.done = set()
+        self.exit_seconds = 0.0
+        self.passes = 0
+
+    @property
+    def working_bytes(self):
+        return self.size + self.counts.nbytes + 2 * ((self.size + BLOCK - 1) // BLOCK)
+
+    def exits(self, layers):
+        """One exit pass with the smaller `layers` (loaded in the store)."""
+        layers = [m for m in layers if m not in self.done]
+        missing = [m for m in layers if not self.store.loaded[m]]
+        if missing or any(m not in exit_layers(self.seeds) for m in layers):
+            raise ValueError(f"layer {self.seeds}: exit pass over {layers}, not loaded: {missing}")
+        if self.passes and not layers:
+            return
+        use = np.zeros(index.MAX_SEEDS + 1, dtype=np.bool_)
+        use[layers] = True
         started = time.perf_counter()
-        init_layer(seeds, state, exits, lower.flat, lower.starts, rows)
-        exits_seconds = time.perf_counter() - started
+        exit_pass(self.seeds, self.values, self.counts, self.store.flat, self.store.starts, use,
+                  self.passes == 0, self.rows)
+        self.exit_seconds += time.perf_counter() - started
+        self.passes += 1
+        self.done.update(layers)
+
+    def solve(self, progress=None):
+        """Run the stages; return stats. The layer is then loaded in the store."""
+        missing = [m for m in exit_layers(self.seeds) if m not in self.done]
+        if missing or not self.passes:
+            raise ValueError(f"layer {self.seeds}: no exit pass yet over layers {missing}")
+        size, seeds = self.size, self.seeds
+        blocks = (size + BLOCK - 1) // BLOCK
+        flags = np.zeros(blocks, dtype=np.uint8)
+        next_flags = np.zeros(blocks, dtype=np.uint8)
         if progress:
             progress("exits", 1.0)
-        exit_counts = byte_histogram(exits)
-        seed_seconds = 0.0
-        stages = []
-        for stage in range(seeds, 0, -1):
-            tick = time.perf_counter()
-            if exit_counts[stage] or exit_counts[(-stage) & 0xFF]:
-                seed_stage(stage, state, exits, exit_words, flags)
-            seed_seconds += time.perf_counter() - tick
-            resolved = 0
-            sweeps = 0
-            while True:
-                sweeps += 1
-                active = np.flatnonzero(flags)
-                if active.shape[0] == 0:
-                    break
-                flags[active] = 0
-                resolved += int(propagate(stage, seeds, state, exits, active, next_flags, rows, scratch))
-                flags, next_flags = next_flags, flags
-            stages.append(StageReport(stage, resolved, sweeps))
-            if progress:
-                progress(f"stage {stage}", (seeds - stage + 1) / seeds)
-        settle_endless(state)
-    finally:
-        numba.set_parallel_chunksize(previous_chunk)
-    del exits, exit_words
-    values = state[:, VALUE].copy()
-    del state
-    seconds = time.perf_counter() - started
-    stats = {
-        "positions": size,
-        "seconds": seconds,
-        "exit_seconds": exits_seconds,
-        "seed_seconds": seed_seconds,
-        "stages": [(s.stage, s.resolved, s.sweeps) for s in stages],
-        "working_bytes": 3 * size + flags.nbytes + next_flags.nbytes,
-    }
-    return values, stats
+        # Each sweep runs over the list of flagged blocks only, split evenly
+        # between the threads (static scheduling: numba's dynamic chunks cost
+        # more in scheduling than they save in balance here).
+        previous_chunk = numba.set_parallel_chunksize(0)
+        started = time.perf_counter()
+        try:
+            scratch = make_scratch(numba.get_num_threads())
+            codes = byte_histogram(self.values)
+            seed_seconds = 0.0
+            stages = []
+            for stage in range(seeds, 0, -1):
+                tick = time.perf_counter()
+                if codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF]:
+                    seed_stage(stage, self.values, self.counts, self.value_words, flags)
+                seed_seconds += time.perf_counter() - tick
+                found = 0
+                sweeps = 0
+                while True:
+                    sweeps += 1
+                    active = np.flatnonzero(flags)
+                    if active.shape[0] == 0:
+                        break
+                    flags[active] = 0
+                    found += int(propagate(stage, seeds, self.values, self.counts, active, next_flags,
+                                           self.rows, scratch))
+                    flags, next_flags = next_flags, flags
+                stages.append(StageReport(stage, found, sweeps))
+                if progress:
+                    progress(f"stage {stage}", (seeds - stage + 1) / seeds)
+            settle_endless(self.values)
+        finally:
+            numba.set_parallel_chunksize(previous_chunk)
+        working = self.working_bytes
+        self.counts = None
+        self.store.mark_loaded(seeds)
+        stage_seconds = time.perf_counter() - started
+        return {
+            "positions": size,
+            "seconds": self.exit_seconds + stage_seconds,
+            "exit_seconds": self.exit_seconds,
+            "exit_passes": self.passes,
+            "seed_seconds": seed_seconds,
+            "stage_seconds": stage_seconds,
+            "stages": [(s.stage, s.resolved, s.sweeps) for s in stages],
+            "working_bytes": working,
+        }
+
+
+def solve_layer(seeds, store, threads=None, rows=None, progress=None):
+    """Solve layer `seeds` in its slot of `store`, every smaller layer it
+    needs being loaded there; return (values, stats), values being the slot.
+
+    `progress`, if given, is called as progress(step_name, done_fraction).
+    Numba's thread count is restored afterwards.
+    """
+    with thread_count(threads):
+        solver = LayerSolver(seeds, store, rows)
+        solver.exits(exit_layers(seeds))
+        stats = solver.solve(progress)
+    return store.layer(seeds), stats
 
 
 def solve_up_to(max_seeds, threads=None):
-    """Values of every layer 0..max_seeds, in memory (for tests and small builds)."""
-    lower = LowerLayers(max_seeds)
+    """Every layer 0..max_seeds solved in one LayerStore (for tests and small builds)."""
+    store = LayerStore(max_seeds)
     rows = index.RowTables(max_seeds).arrays
     for seeds in range(max_seeds + 1):
-        values, _ = solve_layer(seeds, lower, threads=threads, rows=rows)
-        lower.put(seeds, values)
-    return lower
+        solve_layer(seeds, store, threads=threads, rows=rows)
+    return store

@@ -660,11 +660,10 @@ class Searcher:
     @property
     def table_layers(self):
         """Seed counts whose tables are in memory for the search."""
-        return [n for n in range(index.MAX_SEEDS + 1) if self.tablebase._loaded[n]]
+        return self.tablebase.loaded_layers()
 
     def _arrays(self):
-        store = self.tablebase._store
-        return store.flat, store.starts, self.tablebase._loaded, self._partial, self._partial_starts
+        return (*self.tablebase.store.arrays(), self._partial, self._partial_starts)
 
     def _ensure_partial(self, seeds):
         """Room for solved-component values of layer `seeds` (zero pages: free until used)."""
@@ -747,7 +746,7 @@ class Searcher:
         self.history //= 2
 
         seeds = position.seeds
-        if self.tablebase._loaded[seeds] or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds)):
+        if self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds)):
             # Its own table answers (read from the file when it is too large to hold).
             try:
                 return self._from_tables(position, result, started)
@@ -817,7 +816,7 @@ class Searcher:
             game.play(move)
         while not game.is_over() and len(line) < MAX_PLY:
             current = game.position
-            if self.tablebase._loaded[current.seeds]:
+            if self.tablebase.is_loaded(current.seeds):
                 line = line + self.tablebase.line(current, max_plies=MAX_PLY - len(line)).moves
                 break
             scored = []

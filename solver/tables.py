@@ -1,37 +1,56 @@
-"""Endgame tables on disk: one HDF5 file per seed count, and the build driver.
+"""Endgame tables on disk: one HDF5 file per seed count (the file format).
 
 File ``awele-NN.h5`` holds layer NN: an int8 dataset ``values`` in index order
 (see solver.index), chunked, gzip-compressed and guarded by HDF5's Fletcher-32
 checksum filter, with attributes naming the rules, the index, the value
 convention and the format, so that a file built for something else is refused
-instead of misread. Files are written under a temporary name in the same
+instead of misread.
+
+HDF5's checksums guard the bytes of a chunk, not where the chunk is: a
+damaged chunk index makes HDF5 hand back fill values, or another chunk,
+silently. So every chunk's values also have a CRC-32 of their own, taken
+over the chunk's number and its values, in the dataset ``chunk_crc32``
+(itself guarded by the attribute ``chunk_crc32_crc32``), and no value is
+returned from a chunk whose CRC has not been checked: a layer read whole
+checks every chunk, a single probe checks the chunk it reads. docs/FORMAT.md
+describes the format for other tools.
+
+Files are written under a temporary name, created exclusively, in the same
 folder and renamed when complete: a crash never leaves a file that looks
-finished.
+finished. The build driver (which layers, in what memory) is solver.build.
 """
 
-import glob
+import contextlib
 import os
-import resource
+import re
+import struct
 import time
+import zlib
 
 import h5py
 import numpy as np
 
 from . import __version__, index
-from .errors import CorruptTableError, MissingTableError, TableMismatchError
+from .errors import CorruptTableError, MissingTableError, TableError, TableMismatchError, TableWriteError
 
 RULES = "awele-abapa"
 RULES_VERSION = 1
 VALUE_CONVENTION = "mover seeds minus opponent seeds from now on; endless play 0 (Romein-Bal)"
 FORMAT = "awele-table"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: per-chunk CRC-32 beside the values
 DATASET = "values"
+CRC_DATASET = "chunk_crc32"
+CRC_ATTRIBUTE = "chunk_crc32_crc32"
+LIBVER = ("v110", "v110")  # HDF5 1.10 structures: every piece of metadata carries a checksum
+SIGNATURE = b"\x89HDF\r\n\x1a\n"
+FILL_VALUE = -128  # never a value: what HDF5 returns for a chunk it cannot find
 CHUNK = 1 << 18  # positions per HDF5 chunk: a single probe inflates 256 KiB (0.8 ms)
-SLICE = 1 << 24  # positions per read or write call on a whole layer
+SLICE = 1 << 24  # positions per read or write call on a whole layer (a multiple of CHUNK)
 DEFAULT_DIRECTORY = "databases"
 ENVIRONMENT_VARIABLE = "AWELE_DATABASES"
 TEMPORARY_SUFFIX = ".tmp"
 SMALL_LAYER = 1 << 24  # histograms of layers up to this size use numpy (no kernel to load)
+FILE_NAME = re.compile(r"awele-(\d{2})\.h5")
 
 
 def default_directory():
@@ -60,9 +79,17 @@ def build_advice(seeds, directory=None):
 
 
 def build_memory_bytes(seeds):
-    """Working memory of building layer `seeds`: 3 bytes a position of it and 1
-    byte a position of every smaller layer (see solver.retrograde)."""
-    return 3 * index.layer_size(seeds) + sum(index.layer_size(n) for n in range(seeds))
+    """Least memory that builds layer `seeds`: its working state (1.5 bytes a
+    position, see solver.retrograde) and its largest smaller layer, n-2, at
+    one byte a position (the exit passes take the smaller layers a group at
+    a time; see solver.build)."""
+    working = int(1.5 * index.layer_size(seeds)) + 1
+    return working + (index.layer_size(seeds - 2) if seeds >= 2 else 0)
+
+
+def chunk_crc(chunk, values):
+    """CRC-32 of chunk number `chunk` (8 bytes, little-endian) followed by its values."""
+    return zlib.crc32(values, zlib.crc32(struct.pack("<Q", chunk)))
 
 
 def expected_attributes(seeds):
@@ -92,15 +119,24 @@ def histogram(values, seeds):
 
 
 def write_table(directory, seeds, values, build_seconds=0.0, extra=None):
-    """Write layer `seeds` atomically: a temporary file, then a rename."""
+    """Write layer `seeds` atomically: an exclusively created temporary file,
+    written a slice at a time straight from `values`, then a rename.
+
+    Raises TableWriteError (naming the file) when the folder cannot take it;
+    nothing is left behind.
+    """
     size = index.layer_size(seeds)
-    if values.shape != (size,):
-        raise ValueError(f"layer {seeds} has {size} positions, got {values.shape}")
-    os.makedirs(directory, exist_ok=True)
+    if values.shape != (size,) or values.dtype != np.int8:
+        raise ValueError(f"layer {seeds} has {size} int8 values, got {values.shape} {values.dtype}")
     path = table_path(directory, seeds)
     temporary = f"{path}{TEMPORARY_SUFFIX}-{os.getpid()}"
+    created = False
     try:
-        with h5py.File(temporary, "w") as handle:
+        # "w-" creates the file exclusively (O_EXCL): an existing name, or a
+        # link planted at it, makes this fail instead of being followed.
+        with h5py.File(temporary, "w-", libver=LIBVER) as handle:
+            created = True
+            chunks = (size + CHUNK - 1) // CHUNK
             dataset = handle.create_dataset(
                 DATASET,
                 shape=(size,),
@@ -109,29 +145,58 @@ def write_table(directory, seeds, values, build_seconds=0.0, extra=None):
                 compression="gzip",
                 compression_opts=4,
                 fletcher32=True,
+                fillvalue=FILL_VALUE,
             )
+            crcs = np.zeros(chunks, dtype="<u4")
             for start in range(0, size, SLICE):
-                dataset[start : start + SLICE] = np.ascontiguousarray(values[start : start + SLICE])
+                piece = np.ascontiguousarray(values[start : start + SLICE])
+                dataset[start : start + piece.shape[0]] = piece
+                for offset in range(0, piece.shape[0], CHUNK):
+                    crcs[(start + offset) // CHUNK] = chunk_crc((start + offset) // CHUNK, piece[offset : offset + CHUNK])
+            handle.create_dataset(CRC_DATASET, data=crcs)
             attributes = handle.attrs
-            for key, value in expected_attributes(seeds).items():
-                attributes[key] = value
-            attributes["value_convention"] = VALUE_CONVENTION
-            attributes["histogram"] = histogram(values, seeds)
-            attributes["build_seconds"] = float(build_seconds)
-            attributes["package_version"] = __version__
-            attributes["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            for key, value in (extra or {}).items():
-                attributes[key] = value
-            attributes["complete"] = True
+            fields = dict(expected_attributes(seeds))
+            fields.update(
+                {
+                    CRC_ATTRIBUTE: np.uint32(zlib.crc32(crcs.tobytes())),
+                    "value_convention": VALUE_CONVENTION,
+                    "histogram": histogram(values, seeds),
+                    "build_seconds": float(build_seconds),
+                    "package_version": __version__,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                }
+            )
+            fields.update(extra or {})
+            fields["complete"] = True
+            for key, value in fields.items():
+                # Text as fixed-length bytes: it then lives in the checksummed
+                # object header, not in HDF5's unchecked global heap.
+                attributes[key] = np.bytes_(value.encode()) if isinstance(value, str) else value
         os.replace(temporary, path)
+        created = False
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise TableWriteError(f"cannot write {path}: {reason}") from None
     finally:
-        if os.path.exists(temporary):
+        if created and os.path.lexists(temporary):
             os.remove(temporary)
     return path
 
 
-def _describe(path):
-    return os.path.basename(path)
+# What HDF5 (through h5py) raises when it meets damaged metadata: any of these
+# coming out of a read is the file's fault, and is reported as such.
+_HDF5_FAILURES = (OSError, KeyError, RuntimeError, ValueError, TypeError, IndexError, AttributeError, SystemError)
+
+
+@contextlib.contextmanager
+def damage_guard(path):
+    """Turn whatever a damaged file makes HDF5 raise into CorruptTableError naming `path`."""
+    try:
+        yield
+    except TableError:
+        raise
+    except _HDF5_FAILURES as error:
+        raise CorruptTableError(f"{path} is damaged: {error}") from None
 
 
 def open_table(directory, seeds, cache_bytes=None):
@@ -142,71 +207,148 @@ def open_table(directory, seeds, cache_bytes=None):
     h5py.File (it is a context manager).
     """
     path = table_path(directory, seeds)
-    if not os.path.exists(path):
+    if not os.path.isfile(path):
         raise MissingTableError(
             f"no table for {seeds} seeds in {directory}: {build_advice(seeds, directory)}"
         )
+    _check_superblock(path)
     options = {}
-    if cache_bytes:
-        # HDF5 keeps decompressed chunks in a per-file cache: probes that come
-        # back to the same chunks (lines, move values) then skip the inflate.
+    if cache_bytes is not None:
         options = {"rdcc_nbytes": int(cache_bytes), "rdcc_nslots": 10007}
     try:
         handle = h5py.File(path, "r", **options)
-    except OSError as error:
+    except _HDF5_FAILURES as error:
         raise CorruptTableError(f"{path} cannot be read as HDF5 (truncated or damaged?): {error}") from None
     try:
-        attributes = handle.attrs
-        for key, wanted in expected_attributes(seeds).items():
-            if key not in attributes:
-                raise CorruptTableError(f"{path} lacks the attribute {key!r}: not a finished awele table")
-            found = attributes[key]
-            found = found.decode() if isinstance(found, bytes) else found
-            if found != wanted:
-                raise TableMismatchError(f"{path} has {key} = {found!r}, this awele needs {wanted!r}")
-        if not attributes.get("complete", False):
-            raise CorruptTableError(f"{path} was not finished")
-        if DATASET not in handle:
-            raise CorruptTableError(f"{path} has no {DATASET!r} dataset")
-        dataset = handle[DATASET]
-        if dataset.shape != (index.layer_size(seeds),) or dataset.dtype != np.int8:
-            raise CorruptTableError(f"{path}: dataset has shape {dataset.shape} and type {dataset.dtype}")
-    except Exception:
+        with damage_guard(path):
+            _check_file(handle, path, seeds)
+    except BaseException:
         handle.close()
         raise
     return handle
 
 
+def _check_superblock(path):
+    """Refuse, before HDF5 parses anything, a file whose metadata has no checksums
+    (superblock version below 2): damage there can make HDF5 misread or hang."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(SIGNATURE) + 1)
+    except OSError as error:
+        raise CorruptTableError(f"{path} cannot be read: {error.strerror}") from None
+    if len(head) < len(SIGNATURE) + 1 or head[: len(SIGNATURE)] != SIGNATURE:
+        raise CorruptTableError(f"{path} is not an HDF5 file (truncated or damaged?)")
+    if head[-1] < 2:
+        raise TableMismatchError(
+            f"{path} was written without metadata checksums (an older awele format): delete it and build it again"
+        )
+
+
+def _check_file(handle, path, seeds):
+    attributes = handle.attrs
+    for key, wanted in expected_attributes(seeds).items():
+        if key not in attributes:
+            raise CorruptTableError(f"{path} lacks the attribute {key!r}: not a finished awele table")
+        found = attributes[key]
+        found = found.decode() if isinstance(found, bytes) else found
+        if isinstance(found, np.ndarray) or found != wanted:
+            raise TableMismatchError(f"{path} has {key} = {found!r}, this awele needs {wanted!r}")
+    if not attributes.get("complete", False):
+        raise CorruptTableError(f"{path} was not finished")
+    for name in (DATASET, CRC_DATASET):
+        if name not in handle:
+            raise CorruptTableError(f"{path} has no {name!r} dataset")
+    dataset = handle[DATASET]
+    if dataset.shape != (index.layer_size(seeds),) or dataset.dtype != np.int8:
+        raise CorruptTableError(f"{path}: dataset has shape {dataset.shape} and type {dataset.dtype}")
+    histogram_found = attributes.get("histogram")
+    if not isinstance(histogram_found, np.ndarray) or histogram_found.shape != (2 * seeds + 1,):
+        raise CorruptTableError(f"{path}: the value histogram is missing or malformed")
+    if int(histogram_found.sum()) != index.layer_size(seeds):
+        raise CorruptTableError(f"{path}: the value histogram does not add up to the layer's size")
+
+
+def chunk_checksums(handle, path):
+    """The verified per-chunk CRC-32 array of an open table."""
+    chunks = (handle[DATASET].shape[0] + CHUNK - 1) // CHUNK
+    crcs = np.asarray(handle[CRC_DATASET][...])
+    stored = handle.attrs.get(CRC_ATTRIBUTE)
+    if (crcs.shape != (chunks,) or crcs.dtype.kind != "u" or crcs.dtype.itemsize != 4 or stored is None
+            or zlib.crc32(crcs.astype("<u4").tobytes()) != int(np.asarray(stored).item())):
+        raise CorruptTableError(f"{path}: the chunk checksums are damaged")
+    return crcs
+
+
+def _check_chunks(path, crcs, first_chunk, values):
+    for offset in range(0, values.shape[0], CHUNK):
+        chunk = first_chunk + offset // CHUNK
+        if chunk_crc(chunk, values[offset : offset + CHUNK]) != int(crcs[chunk]):
+            raise CorruptTableError(f"{path} is damaged: chunk {chunk} fails its CRC-32")
+
+
 def load_values(directory, seeds, out=None):
     """Layer `seeds` read whole into an int8 array (into `out` if given).
 
-    Every chunk's checksum is verified on the way; a damaged file raises
-    CorruptTableError.
+    Every chunk's checksum is verified on the way, and the values must match
+    the stored histogram; a damaged file raises CorruptTableError.
     """
-    with open_table(directory, seeds) as handle:
+    path = table_path(directory, seeds)
+    with open_table(directory, seeds) as handle, damage_guard(path):
         dataset = handle[DATASET]
         size = dataset.shape[0]
         values = np.empty(size, dtype=np.int8) if out is None else out
-        try:
-            for start in range(0, size, SLICE):
-                stop = min(size, start + SLICE)
-                dataset.read_direct(values, np.s_[start:stop], np.s_[start:stop])
-        except OSError as error:
-            raise CorruptTableError(f"{table_path(directory, seeds)} is damaged: {error}") from None
-        expected = handle.attrs["histogram"]
+        crcs = chunk_checksums(handle, path)
+        for start in range(0, size, SLICE):
+            stop = min(size, start + SLICE)
+            dataset.read_direct(values, np.s_[start:stop], np.s_[start:stop])
+            _check_chunks(path, crcs, start // CHUNK, values[start:stop])
+        expected = np.asarray(handle.attrs["histogram"])
     found = histogram(values, seeds)
     if len(expected) != len(found) or (expected != found).any():
-        raise CorruptTableError(f"{table_path(directory, seeds)}: values do not match the stored histogram")
+        raise CorruptTableError(f"{path}: values do not match the stored histogram")
     return values
 
 
-def read_value(directory, seeds, rank):
-    """One value of layer `seeds` (reads one chunk, not the layer)."""
-    with open_table(directory, seeds) as handle:
+class ChunkReader:
+    """Single probes into one layer's file: a chunk at a time, each chunk's CRC
+    checked before any of its values is used, the last `cache_chunks` kept."""
+
+    def __init__(self, directory, seeds, cache_chunks=64):
+        self.path = table_path(directory, seeds)
+        self.seeds = seeds
+        # HDF5's own chunk cache would only duplicate ours.
+        self.handle = open_table(directory, seeds, cache_bytes=0)
         try:
-            return int(handle[DATASET][rank])
-        except OSError as error:
-            raise CorruptTableError(f"{table_path(directory, seeds)} is damaged: {error}") from None
+            with damage_guard(self.path):
+                self.dataset = self.handle[DATASET]
+                self.size = self.dataset.shape[0]
+                self.crcs = chunk_checksums(self.handle, self.path)
+        except BaseException:
+            self.handle.close()
+            raise
+        self.cache = {}
+        self.cache_chunks = cache_chunks
+
+    def chunk(self, number):
+        values = self.cache.get(number)
+        if values is None:
+            start = number * CHUNK
+            stop = min(self.size, start + CHUNK)
+            values = np.empty(stop - start, dtype=np.int8)
+            with damage_guard(self.path):
+                self.dataset.read_direct(values, np.s_[start:stop])
+            _check_chunks(self.path, self.crcs, number, values)
+            if len(self.cache) >= self.cache_chunks:
+                self.cache.pop(next(iter(self.cache)))
+            self.cache[number] = values
+        return values
+
+    def value(self, rank):
+        return int(self.chunk(rank // CHUNK)[rank % CHUNK])
+
+    def close(self):
+        self.cache.clear()
+        self.handle.close()
 
 
 def table_info(directory, seeds, full=False):
@@ -216,11 +358,12 @@ def table_info(directory, seeds, full=False):
     path = table_path(directory, seeds)
     info = {"seeds": seeds, "file": path, "positions": index.layer_size(seeds)}
     try:
-        with open_table(directory, seeds) as handle:
+        with open_table(directory, seeds) as handle, damage_guard(path):
             attributes = handle.attrs
             info["histogram"] = [int(c) for c in attributes["histogram"]]
-            info["build_seconds"] = float(attributes.get("build_seconds", 0.0))
+            info["build_seconds"] = float(np.asarray(attributes.get("build_seconds", 0.0)).item())
             info["package_version"] = str(attributes.get("package_version", ""))
+            chunk_checksums(handle, path)
         info["bytes"] = os.path.getsize(path)
         info["bytes_per_position"] = info["bytes"] / max(1, info["positions"])
         if full:
@@ -238,111 +381,24 @@ def table_info(directory, seeds, full=False):
 
 
 def built_layers(directory):
-    """Seed counts that have a file (valid or not) in `directory`, sorted."""
+    """Seed counts that have a file (valid or not) named awele-NN.h5 in `directory`, sorted.
+    Other names (awele-012.h5, awele-99.h5) are not layers and are ignored."""
     found = []
-    for path in glob.glob(os.path.join(directory, "awele-*.h5")):
-        stem = os.path.basename(path)[len("awele-") : -len(".h5")]
-        if stem.isdigit():
-            found.append(int(stem))
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    for name in names:
+        match = FILE_NAME.fullmatch(name)
+        if match and int(match.group(1)) <= index.MAX_SEEDS:
+            found.append(int(match.group(1)))
     return sorted(found)
 
 
 def remove_stale_temporaries(directory):
-    """Delete temporary files left by a build that was killed."""
-    for path in glob.glob(os.path.join(directory, f"awele-*.h5{TEMPORARY_SUFFIX}-*")):
-        os.remove(path)
-
-
-def peak_memory_bytes():
-    """Peak resident memory of this process so far."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def build(max_seeds, directory=None, threads=None, report=None, progress=None, lower=None):
-    """Build every missing layer 0..max_seeds in order; reuse the valid ones.
-
-    A layer whose file exists and checks out is loaded (its values are needed
-    by the layers above); a missing one is solved and written. A corrupt or
-    mismatched file raises, naming it: delete it to rebuild.
-
-    report(dict) is called after each layer with: seeds, positions, seconds,
-    positions_per_second, peak_bytes, built (False when loaded). progress is
-    passed to retrograde.solve_layer. Returns the LowerLayers holding every
-    layer's values.
-    """
-    directory = directory or default_directory()
-    os.makedirs(directory, exist_ok=True)
-    remove_stale_temporaries(directory)
-    from . import retrograde
-
-    lower = lower or retrograde.LowerLayers(max_seeds)
-    rows = index.RowTables(max_seeds).arrays
-    for seeds in range(max_seeds + 1):
-        started = time.perf_counter()
-        built = False
-        if seeds in lower.loaded:
-            pass
-        elif os.path.exists(table_path(directory, seeds)):
-            try:
-                load_values(directory, seeds, out=lower.layer(seeds))
-            except (CorruptTableError, TableMismatchError) as error:
-                raise type(error)(f"{error}; delete that file and build again to rebuild it") from None
-            lower.loaded.add(seeds)
-        else:
-            values, stats = retrograde.solve_layer(
-                seeds, lower, threads=threads, rows=rows, progress=progress and (lambda s, f, n=seeds: progress(n, s, f))
-            )
-            write_table(
-                directory,
-                seeds,
-                values,
-                build_seconds=stats["seconds"],
-                extra={"threads": int(threads or 0), "peak_bytes": peak_memory_bytes()},
-            )
-            lower.put(seeds, values)
-            del values
-            built = True
-        seconds = time.perf_counter() - started
-        if report:
-            size = index.layer_size(seeds)
-            report(
-                {
-                    "seeds": seeds,
-                    "positions": size,
-                    "seconds": seconds,
-                    "positions_per_second": size / seconds if seconds > 0 else None,
-                    "peak_bytes": peak_memory_bytes(),
-                    "built": built,
-                }
-            )
-    return lower
-
-
-def load_layers(directory, max_seeds, lower=None):
-    """Every layer 0..max_seeds loaded from `directory` into a LowerLayers."""
-    from . import retrograde
-
-    lower = lower or retrograde.LowerLayers(max_seeds)
-    for seeds in range(max_seeds + 1):
-        if seeds not in lower.loaded:
-            load_values(directory, seeds, out=lower.layer(seeds))
-            lower.loaded.add(seeds)
-    return lower
-
-
-def verify(directory, seeds, lower=None, limit=10):
-    """Re-check every position of layer `seeds` against its moves.
-
-    d(s) must be the best over moves of captured - d(child) (children in the
-    smaller tables) or -d(child) (children in this layer), or the terminal
-    value. Returns (mismatch count, up to `limit` mismatching boards with
-    stored value).
-    """
-    from . import retrograde
-
-    lower = load_layers(directory, seeds, lower)
-    values = lower.layer(seeds)
-    rows = index.RowTables(seeds).arrays
-    count, ranks = retrograde.bellman_mismatches(seeds, values, lower.flat, lower.starts, rows, limit)
-    examples = [(index.unrank(seeds, int(r)).tolist(), int(values[r])) for r in ranks]
-    return int(count), examples
+    """Delete temporary files left by a build that was killed (call it holding the folder's build lock)."""
+    pattern = re.compile(r"awele-\d{2}\.h5" + re.escape(TEMPORARY_SUFFIX) + r"-\d+")
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if pattern.fullmatch(name) and not os.path.islink(path) and os.path.isfile(path):
+            os.remove(path)

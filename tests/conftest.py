@@ -2,7 +2,7 @@
 
 import pytest
 
-from solver import tables
+from solver import build
 
 TEST_LAYERS = 12
 
@@ -11,5 +11,5 @@ TEST_LAYERS = 12
 def table_dir(tmp_path_factory):
     """A folder with layers 0..12 built by the real builder."""
     directory = tmp_path_factory.mktemp("tables")
-    tables.build(TEST_LAYERS, str(directory))
+    build.build(TEST_LAYERS, str(directory))
     return str(directory)

@@ -1,0 +1,192 @@
+"""The lean builder: the same tables as the builder it replaced, in any memory
+budget that holds a layer, one build per folder, and the plan."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solver import build, index, retrograde, tables
+from solver.cli import cli
+from solver.errors import BuildError
+from solver.layers import LayerStore
+
+HASHES = {
+    int(seeds): digest
+    for seeds, digest in json.load(
+        open(os.path.join(os.path.dirname(__file__), "data", "layer_sha256.json"))
+    )["sha256"].items()
+}
+DEFAULT_RUN_LAYERS = 16
+
+
+def _digest(values):
+    return hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def built16(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("lean16"))
+    rows = []
+    build.build(DEFAULT_RUN_LAYERS, directory, threads=2, report=rows.append)
+    return directory, rows
+
+
+def test_layers_to_16_reproduce_the_recorded_hashes(built16):
+    directory, _ = built16
+    for seeds in range(DEFAULT_RUN_LAYERS + 1):
+        assert _digest(tables.load_values(directory, seeds)) == HASHES[seeds], f"layer {seeds}"
+
+
+def test_larger_layers_verify_and_do_not_depend_on_threads(built16):
+    directory, _ = built16
+    for seeds in range(13, 17):
+        assert build.verify(directory, seeds)[0] == 0
+    store = build.load_layers(directory, retrograde.exit_layers(16), LayerStore(16))
+    single, _ = retrograde.solve_layer(16, store, threads=1)
+    assert _digest(single) == HASHES[16]
+
+
+def test_a_tight_budget_splits_the_exits_into_passes_and_gives_the_same_tables(tmp_path):
+    budget = build.least_bytes(15) + index.layer_size(11)
+    groups = build.exit_groups(15, budget)
+    assert len(groups) >= 2 and sorted(m for g in groups for m in g) == retrograde.exit_layers(15)
+    rows = []
+    build.build(15, str(tmp_path), memory=budget, report=rows.append)
+    assert rows[-1]["exit_passes"] == len(groups)
+    for seeds in range(16):
+        assert _digest(tables.load_values(str(tmp_path), seeds)) == HASHES[seeds], f"layer {seeds}"
+
+
+def test_every_pass_order_and_grouping_gives_the_same_layer(table_dir):
+    """Exit passes keep the best capture so far: any split of the smaller
+    layers into passes, in any order, gives the same values."""
+    rng = np.random.default_rng(7)
+    layers = retrograde.exit_layers(12)
+    for trial in range(3):
+        store = build.load_layers(table_dir, layers, LayerStore(12))
+        order = list(rng.permutation(layers))
+        cuts = sorted(rng.choice(range(1, len(order)), size=trial + 1, replace=False))
+        groups = [order[a:b] for a, b in zip([0] + cuts, cuts + [len(order)])]
+        solver = retrograde.LayerSolver(12, store)
+        for group in groups:
+            solver.exits([int(m) for m in group])
+        solver.solve()
+        assert _digest(store.layer(12)) == HASHES[12]
+
+
+def test_stages_refuse_to_start_before_every_exit_layer_is_done(table_dir):
+    store = build.load_layers(table_dir, [5, 6], LayerStore(9))
+    solver = retrograde.LayerSolver(9, store)
+    solver.exits([5, 6])
+    with pytest.raises(ValueError, match="no exit pass"):
+        solver.solve()
+
+
+def test_solve_layer_restores_the_thread_count():
+    before = numba.get_num_threads()
+    store = LayerStore(4)
+    for seeds in range(5):
+        retrograde.solve_layer(seeds, store, threads=1)
+    assert numba.get_num_threads() == before
+
+
+@given(st.integers(retrograde.NO_EXIT, retrograde.MAX_VALUE))
+def test_a_pending_code_keeps_its_exit_and_is_never_a_value(exit):
+    code = retrograde.pending(exit)
+    assert retrograde.pending_exit(code) == exit
+    assert not retrograde.resolved(code)
+    assert retrograde.resolved(np.int8(max(-48, min(48, exit))))
+
+
+def test_a_budget_too_small_stops_before_any_work_in_one_line(tmp_path):
+    directory = str(tmp_path / "small")
+    budget = build.least_bytes(14) - 1
+    with pytest.raises(BuildError, match=r"layer 14 needs .* builds layers up to 13"):
+        build.build(16, directory, memory=budget)
+    assert tables.built_layers(directory) == []
+    result = CliRunner().invoke(cli, ["build", "--max-seeds", "16", "--dir", directory, "--memory", "520M"])
+    assert result.exit_code == 2
+    assert "needs at least" in result.output and "builds layers up to" in result.output
+
+
+def test_the_memory_option_reads_sizes_and_refuses_nonsense():
+    assert build.parse_memory("20G") == 20 << 30
+    assert build.parse_memory("1.5 GiB") == 3 << 29
+    assert build.parse_memory("4096") == 4096
+    for bad in ("", "lots", "-3G", "0", "1" * 5000, "2X"):
+        with pytest.raises(ValueError):
+            build.parse_memory(bad)
+    result = CliRunner().invoke(cli, ["plan", "--memory", "lots"])
+    assert result.exit_code == 2 and "--memory" in result.output
+
+
+def test_largest_layer_and_least_bytes_agree():
+    for seeds in (10, 20, 30, 32):
+        budget = build.least_bytes(seeds)
+        assert build.largest_layer(budget) == seeds
+        assert build.largest_layer(budget - 1) == seeds - 1
+
+
+def test_plan_prints_every_layer_with_passes_and_estimates(built16):
+    directory, _ = built16
+    runner = CliRunner()
+    result = runner.invoke(cli, ["plan", "--max-seeds", "48", "--memory", "20G", "--dir", directory, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    layers = data["layers"]
+    assert [row["seeds"] for row in layers] == list(range(49))
+    assert layers[32]["positions"] == index.layer_size(32) and layers[32]["fits"]
+    assert layers[32]["peak_bytes"] <= 20 << 30
+    assert not layers[40]["fits"]
+    assert data["largest_layer"] == build.largest_layer(20 << 30)
+    assert data["measured_on"].startswith("layer 16")
+    text = runner.invoke(cli, ["plan", "--max-seeds", "34", "--memory", "20G", "--dir", directory])
+    assert text.exit_code == 0 and "too big" not in text.output.splitlines()[-3]
+
+
+def test_a_second_build_in_the_same_folder_is_refused(tmp_path):
+    directory = str(tmp_path)
+    with build.BuildLock(directory):
+        with pytest.raises(BuildError, match="another awele build is running"):
+            build.build(3, directory)
+        code = (
+            "import sys\n"
+            "from solver.cli import main\n"
+            f"sys.argv = ['awele', 'build', '--max-seeds', '3', '--dir', {directory!r}]\n"
+            "main()\n"
+        )
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert result.returncode == 2
+        assert result.stderr.strip().count("\n") == 0 and "another awele build is running" in result.stderr
+    build.build(3, directory)
+    assert tables.built_layers(directory) == [0, 1, 2, 3]
+
+
+def test_a_planted_link_at_the_temporary_name_is_not_followed(tmp_path):
+    target = tmp_path / "victim"
+    target.write_text("keep me")
+    directory = tmp_path / "db"
+    directory.mkdir()
+    values = np.zeros(index.layer_size(3), dtype=np.int8)
+    os.symlink(target, directory / f"awele-03.h5{tables.TEMPORARY_SUFFIX}-{os.getpid()}")
+    with pytest.raises(tables.TableWriteError):
+        tables.write_table(str(directory), 3, values)
+    assert target.read_text() == "keep me"
+    assert not (directory / "awele-03.h5").exists()
+
+
+@pytest.mark.slow
+def test_layers_to_24_reproduce_the_recorded_hashes(tmp_path):
+    directory = str(tmp_path)
+    build.build(24, directory)
+    for seeds in range(25):
+        assert _digest(tables.load_values(directory, seeds)) == HASHES[seeds], f"layer {seeds}"

@@ -1,0 +1,107 @@
+"""No value from unchecked data: random bit flips anywhere in a table file
+(superblock, object headers, chunk index, checksums, data) give either the
+right values or a named table error, never a wrong value or another error."""
+
+import os
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+
+from solver import tables
+from solver.errors import TableError
+from solver.probe import Tablebase
+
+SEEDS = 13  # 2,464,320 positions: ten chunks, read a chunk at a time by probes
+
+
+def _regions(path):
+    """(metadata byte offsets, data byte offsets) of a table file."""
+    with h5py.File(path, "r") as handle:
+        dataset = handle[tables.DATASET]
+        spans = [dataset.id.get_chunk_info(i) for i in range(dataset.id.get_num_chunks())]
+    size = os.path.getsize(path)
+    data = np.zeros(size, dtype=bool)
+    for info in spans:
+        data[info.byte_offset : info.byte_offset + info.size] = True
+    return np.flatnonzero(~data), np.flatnonzero(data)
+
+
+def _check_copy(source, directory, offset, bit, truth, ranks):
+    path = tables.table_path(directory, SEEDS)
+    shutil.copyfile(source, path)
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        byte = handle.read(1)[0]
+        handle.seek(offset)
+        handle.write(bytes([byte ^ (1 << bit)]))
+    outcomes = []
+    try:
+        reader = tables.ChunkReader(directory, SEEDS)
+        try:
+            for rank in ranks:
+                assert reader.value(rank) == truth[rank], f"wrong probe at rank {rank} (byte {offset}, bit {bit})"
+        finally:
+            reader.close()
+        outcomes.append("probe ok")
+    except TableError:
+        outcomes.append("probe refused")
+    try:
+        values = tables.load_values(directory, SEEDS)
+        assert np.array_equal(values, truth), f"wrong layer read whole (byte {offset}, bit {bit})"
+        outcomes.append("load ok")
+    except TableError:
+        outcomes.append("load refused")
+    return outcomes
+
+
+@pytest.fixture(scope="module")
+def layer13(tmp_path_factory):
+    from solver import build
+
+    directory = str(tmp_path_factory.mktemp("integrity"))
+    build.build(SEEDS, directory)
+    return tables.table_path(directory, SEEDS), tables.load_values(directory, SEEDS)
+
+
+@pytest.mark.parametrize("region", ["metadata", "data"])
+def test_random_bit_flips_never_give_a_wrong_value(layer13, tmp_path, region):
+    source, truth = layer13
+    metadata, data = _regions(source)
+    rng = np.random.default_rng(13 if region == "metadata" else 31)
+    offsets = metadata if region == "metadata" else data
+    picks = rng.choice(offsets, size=min(len(offsets), 250 if region == "metadata" else 60), replace=False)
+    chunk_ranks = np.arange(0, truth.shape[0], tables.CHUNK // 3)
+    refused = 0
+    for offset in picks:
+        outcomes = _check_copy(source, str(tmp_path), int(offset), int(rng.integers(8)), truth, chunk_ranks)
+        refused += "load refused" in outcomes
+    if region == "data":
+        assert refused == len(picks)  # every data byte is guarded
+
+
+def test_a_damaged_chunk_index_entry_is_refused_not_read_as_zeros(layer13, tmp_path):
+    """The case a hostile test found: a chunk address pointing elsewhere made
+    HDF5 return fill values (or another chunk) silently."""
+    source, truth = layer13
+    path = tables.table_path(str(tmp_path), SEEDS)
+    shutil.copyfile(source, path)
+    with h5py.File(path, "r") as handle:
+        dataset = handle[tables.DATASET]
+        first = dataset.id.get_chunk_info(3).byte_offset
+    raw = bytearray(open(path, "rb").read())
+    address = first.to_bytes(8, "little")
+    where = raw.find(address)
+    assert where > 0, "chunk address not found in the index"
+    other = h5py.File(source, "r")[tables.DATASET].id.get_chunk_info(4).byte_offset
+    raw[where : where + 8] = other.to_bytes(8, "little")
+    open(path, "wb").write(bytes(raw))
+    with pytest.raises(TableError):
+        reader = tables.ChunkReader(str(tmp_path), SEEDS)
+        reader.value(3 * tables.CHUNK + 5)
+    with pytest.raises(TableError):
+        tables.load_values(str(tmp_path), SEEDS)
+    with Tablebase(str(tmp_path)) as tablebase:
+        with pytest.raises(TableError):
+            tablebase._lookup(SEEDS, 3 * tables.CHUNK + 5)
