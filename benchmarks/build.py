@@ -1,12 +1,19 @@
-"""Builder speed and memory: build layers 0..N in a temporary folder, JSON out.
+"""Builder speed and memory: build layers 0..N, JSON out.
 
-    python benchmarks/build.py [--max-seeds 20] [--threads 2] [--compare-layer K]
+    python benchmarks/build.py [--max-seeds 20] [--threads 2] [--memory 20G] [--compare-layer K]
+    python benchmarks/build.py --max-seeds 32 --dir databases --no-compare   # resumable, in place
+    python benchmarks/build.py --recorded databases                          # what the files recorded
 
-Prints one JSON object per layer (positions, seconds, positions/s, peak RSS,
-working bytes per position) and a summary with the total time and the
-speed-up from 1 to T threads, measured by solving layer K (default: the
-largest) again with one thread and with T threads, in memory, in one run.
-The first layers include numba's start-up (compilation or cache loading).
+Prints one JSON object per layer (positions, seconds, positions/s, exit
+passes, peak RSS, working bytes per position) and a summary with the total
+time and the speed-up from 1 to T threads, measured by solving layer K
+(default: the largest) again with one thread and with T threads, in memory,
+in one run. Without --dir the build goes to a temporary folder. The first
+layers include numba's start-up (compilation or cache loading).
+
+--recorded D reads, for every layer in D, the build time, threads, peak RSS
+and exit passes each file recorded when it was built, and the bytes a
+position on disk: the per-layer rates of builds too long to repeat here.
 """
 
 import argparse
@@ -16,60 +23,84 @@ import platform
 import tempfile
 import time
 
+import h5py
 import numba
 
-from solver import index, retrograde, tables
+from solver import build, index, retrograde, tables
+from solver.layers import LayerStore
+
+
+def recorded(directory):
+    for seeds in tables.built_layers(directory):
+        info = tables.table_info(directory, seeds)
+        row = {"benchmark": "build-recorded", "seeds": seeds, "positions": info["positions"], "status": info["status"]}
+        if info["status"] == "ok":
+            with h5py.File(tables.table_path(directory, seeds), "r") as handle:
+                for key in ("threads", "peak_bytes", "exit_passes"):
+                    if key in handle.attrs:
+                        row[key] = int(handle.attrs[key])
+            row["build_seconds"] = info["build_seconds"]
+            row["positions_per_second"] = info["positions"] / info["build_seconds"] if info["build_seconds"] else None
+            row["file_bytes"] = info["bytes"]
+            row["file_bytes_per_position"] = info["bytes_per_position"]
+        print(json.dumps(row), flush=True)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-seeds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=numba.config.NUMBA_NUM_THREADS)
+    parser.add_argument("--memory", default=None, help="memory budget (default: available less 1 GiB)")
+    parser.add_argument("--dir", default=None, help="build in this folder (kept; layers already there are reused)")
     parser.add_argument("--compare-layer", type=int, default=None)
     parser.add_argument("--no-compare", action="store_true", help="skip the 1-thread comparison")
+    parser.add_argument("--recorded", metavar="DIR", default=None, help="print what the files of DIR recorded")
     args = parser.parse_args()
-
-    rows = []
+    if args.recorded:
+        recorded(args.recorded)
+        return
+    budget = build.parse_memory(args.memory) if args.memory else build.default_budget()
 
     def report(row):
         row = dict(row)
         row["peak_rss_bytes"] = row.pop("peak_bytes")
-        rows.append(row)
+        if row.get("working_bytes"):
+            row["working_bytes_per_position"] = row["working_bytes"] / row["positions"]
         print(json.dumps({"benchmark": "build", **row}), flush=True)
 
-    with tempfile.TemporaryDirectory(prefix="awele-bench-") as directory:
+    with tempfile.TemporaryDirectory(prefix="awele-bench-") as scratch:
+        directory = args.dir or scratch
         started = time.perf_counter()
-        lower = tables.build(args.max_seeds, directory, threads=args.threads, report=report)
+        build.build(args.max_seeds, directory, threads=args.threads, memory=budget, report=report)
         total = time.perf_counter() - started
         file_bytes = sum(os.path.getsize(tables.table_path(directory, n)) for n in range(args.max_seeds + 1))
-
-    summary = {
-        "benchmark": "build-summary",
-        "max_seeds": args.max_seeds,
-        "threads": args.threads,
-        "positions": sum(index.layer_size(n) for n in range(args.max_seeds + 1)),
-        "seconds": total,
-        "file_bytes": file_bytes,
-        "file_bytes_per_position": file_bytes / sum(index.layer_size(n) for n in range(args.max_seeds + 1)),
-        "peak_rss_bytes": tables.peak_memory_bytes(),
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
-    }
-    layer = args.max_seeds if args.compare_layer is None else args.compare_layer
-    summary["working_bytes_per_position"] = 3.0  # value + mark row and exit byte (see retrograde.solve_layer)
-    summary["lower_layer_bytes"] = int(lower.starts[layer])
-    if not args.no_compare and args.threads > 1:
-        rows_tables = index.RowTables(layer).arrays
-        timings = {}
-        for threads in (1, args.threads):
-            values, stats = retrograde.solve_layer(layer, lower, threads=threads, rows=rows_tables)
-            timings[threads] = stats["seconds"]
-            del values
-        numba.set_num_threads(args.threads)
-        summary["compare_layer"] = layer
-        summary["seconds_1_thread"] = timings[1]
-        summary[f"seconds_{args.threads}_threads"] = timings[args.threads]
-        summary["speedup"] = timings[1] / timings[args.threads]
+        positions = sum(index.layer_size(n) for n in range(args.max_seeds + 1))
+        summary = {
+            "benchmark": "build-summary",
+            "max_seeds": args.max_seeds,
+            "threads": args.threads,
+            "memory_budget_bytes": budget,
+            "positions": positions,
+            "seconds": total,
+            "file_bytes": file_bytes,
+            "file_bytes_per_position": file_bytes / positions,
+            "peak_rss_bytes": build.peak_memory_bytes(),
+            "working_bytes_per_position": retrograde.WORKING_BYTES,
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+        }
+        layer = args.max_seeds if args.compare_layer is None else args.compare_layer
+        if not args.no_compare and args.threads > 1:
+            store = build.load_layers(directory, retrograde.exit_layers(layer), LayerStore(layer))
+            rows_tables = index.RowTables(layer).arrays
+            timings = {}
+            for threads in (1, args.threads):
+                _, stats = retrograde.solve_layer(layer, store, threads=threads, rows=rows_tables)
+                timings[threads] = stats["seconds"]
+            summary["compare_layer"] = layer
+            summary["seconds_1_thread"] = timings[1]
+            summary[f"seconds_{args.threads}_threads"] = timings[args.threads]
+            summary["speedup"] = timings[1] / timings[args.threads]
     print(json.dumps(summary, indent=2))
     print(f"layers 0..{args.max_seeds}: {total:.1f} s, files {file_bytes / 2**20:.1f} MiB "
           f"({summary['file_bytes_per_position']:.3f} B/position), peak RSS {summary['peak_rss_bytes'] / 2**30:.2f} GiB"

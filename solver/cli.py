@@ -210,7 +210,7 @@ def build(max_seeds, directory, threads, memory, as_json, quiet):
 
 
 @cli.command()
-@click.option("--max-seeds", type=click.IntRange(0, 48), default=32, show_default=True,
+@click.option("--max-seeds", type=click.IntRange(0, 48), default=48, show_default=True,
               help="Plan layers 0..N.")
 @_memory_option
 @_directory_option

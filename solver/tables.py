@@ -31,6 +31,7 @@ import h5py
 import numpy as np
 
 from . import __version__, index
+from .retrograde import byte_histogram
 from .errors import CorruptTableError, MissingTableError, TableError, TableMismatchError, TableWriteError
 
 RULES = "awele-abapa"
@@ -112,8 +113,6 @@ def histogram(values, seeds):
         counts = np.bincount(values.view(np.uint8), minlength=256)
     else:
         # np.bincount would make an 8-bytes-a-position temporary.
-        from .retrograde import byte_histogram
-
         counts = byte_histogram(values)
     return np.array([counts[d & 0xFF] for d in range(-seeds, seeds + 1)], dtype=np.int64)
 
