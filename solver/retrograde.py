@@ -371,6 +371,35 @@ def propagate(stage, seeds, values, counts, active, next_flags, rows, scratch):
     return processed.sum()
 
 
+@njit(cache=True, parallel=True)
+def propagate_graph(stage, values, counts, active, next_flags, first, parents):
+    """propagate() on an explicit graph: the predecessors of node i are
+    parents[first[i]:first[i + 1]] instead of un-sown positions."""
+    size = values.shape[0]
+    processed = np.zeros(active.shape[0], dtype=np.int64)
+    for item in prange(active.shape[0]):
+        start = active[item] * BLOCK
+        done = 0
+        for node in range(start, min(size, start + BLOCK)):
+            shift = (node & 1) << 2
+            if (np.int64(counts[node >> 1]) >> shift) & FRESH == 0:
+                continue
+            atomic_and(counts, node >> 1, np.uint8(~(FRESH << shift) & 0xFF))
+            done += 1
+            for edge in range(first[node], first[node + 1]):
+                _tell(parents[edge], values[node], stage, values, counts, next_flags)
+        processed[item] = done
+    return processed.sum()
+
+
+@njit(cache=True)
+def graph_state(exits, children, values, counts):
+    """Pending codes and child counts of an explicit graph's nodes."""
+    for node in range(exits.shape[0]):
+        values[node] = pending(max(exits[node], NO_EXIT))
+        counts[node >> 1] |= np.uint8(children[node] << ((node & 1) << 2))
+
+
 @njit(cache=True)
 def byte_histogram(values):
     """Counts of each byte value (index: the byte as unsigned) of an int8
@@ -456,6 +485,75 @@ class StageReport:
         self.sweeps = sweeps
 
 
+def run_stages(seeds, values, value_words, counts, sweep, progress=None):
+    """The staged algorithm over positions whose value bytes hold pending codes
+    and whose nibbles hold child counts: stages seeds..1, each seeded and then
+    swept until nothing is FRESH, then endless play settled to 0.
+
+    `sweep(stage, active_blocks, next_flags)` tells the predecessors of the
+    FRESH positions of the active blocks and returns how many it processed;
+    it is the only part that differs between a layer (predecessors by
+    un-sowing) and an explicit graph (predecessor lists). Returns the stage
+    reports and the seconds spent seeding.
+    """
+    blocks = (values.shape[0] + BLOCK - 1) // BLOCK
+    flags = np.zeros(blocks, dtype=np.uint8)
+    next_flags = np.zeros(blocks, dtype=np.uint8)
+    codes = byte_histogram(values)
+    seed_seconds = 0.0
+    stages = []
+    # Each sweep runs over the list of flagged blocks only, split evenly
+    # between the threads (static scheduling: numba's dynamic chunks cost
+    # more in scheduling than they save in balance here).
+    previous_chunk = numba.set_parallel_chunksize(0)
+    try:
+        for stage in range(seeds, 0, -1):
+            tick = time.perf_counter()
+            if codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF]:
+                seed_stage(stage, values, counts, value_words, flags)
+            seed_seconds += time.perf_counter() - tick
+            found = 0
+            sweeps = 0
+            while True:
+                sweeps += 1
+                active = np.flatnonzero(flags)
+                if active.shape[0] == 0:
+                    break
+                flags[active] = 0
+                found += int(sweep(stage, active, next_flags))
+                flags, next_flags = next_flags, flags
+            stages.append(StageReport(stage, found, sweeps))
+            if progress:
+                progress(f"stage {stage}", (seeds - stage + 1) / seeds)
+        settle_endless(values)
+    finally:
+        numba.set_parallel_chunksize(previous_chunk)
+    return stages, seed_seconds
+
+
+def solve_graph(seeds, exits, children, first, parents):
+    """Values (int64) of the nodes of an explicit graph of positions with
+    `seeds` seeds, by the same staged algorithm as a layer.
+
+    exits[i]: node i's exit value (best capture, terminal value, or a known
+    value for a leaf; anything below -seeds for none); children[i]: its
+    edges inside the graph (at most 6); first/parents: the predecessor lists
+    (parents of i are parents[first[i]:first[i + 1]]). The search solves a
+    component of a layer this way (solver.search).
+    """
+    size = exits.shape[0]
+    padded = np.zeros((size + 7) // 8 * 8, dtype=np.int8)
+    values = padded[:size]
+    counts = np.zeros((size + 1) // 2, dtype=np.uint8)
+    graph_state(exits, children, values, counts)
+
+    def sweep(stage, active, next_flags):
+        return propagate_graph(stage, values, counts, active, next_flags, first, parents)
+
+    run_stages(seeds, values, padded.view(np.uint64), counts, sweep)
+    return values.astype(np.int64)
+
+
 class LayerSolver:
     """The build of one layer, in its slot of a LayerStore, step by step.
 
@@ -511,43 +609,15 @@ class LayerSolver:
         if missing or not self.passes:
             raise ValueError(f"layer {self.seeds}: no exit pass yet over layers {missing}")
         size, seeds = self.size, self.seeds
-        blocks = (size + BLOCK - 1) // BLOCK
-        flags = np.zeros(blocks, dtype=np.uint8)
-        next_flags = np.zeros(blocks, dtype=np.uint8)
         if progress:
             progress("exits", 1.0)
-        # Each sweep runs over the list of flagged blocks only, split evenly
-        # between the threads (static scheduling: numba's dynamic chunks cost
-        # more in scheduling than they save in balance here).
-        previous_chunk = numba.set_parallel_chunksize(0)
         started = time.perf_counter()
-        try:
-            scratch = make_scratch(numba.get_num_threads())
-            codes = byte_histogram(self.values)
-            seed_seconds = 0.0
-            stages = []
-            for stage in range(seeds, 0, -1):
-                tick = time.perf_counter()
-                if codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF]:
-                    seed_stage(stage, self.values, self.counts, self.value_words, flags)
-                seed_seconds += time.perf_counter() - tick
-                found = 0
-                sweeps = 0
-                while True:
-                    sweeps += 1
-                    active = np.flatnonzero(flags)
-                    if active.shape[0] == 0:
-                        break
-                    flags[active] = 0
-                    found += int(propagate(stage, seeds, self.values, self.counts, active, next_flags,
-                                           self.rows, scratch))
-                    flags, next_flags = next_flags, flags
-                stages.append(StageReport(stage, found, sweeps))
-                if progress:
-                    progress(f"stage {stage}", (seeds - stage + 1) / seeds)
-            settle_endless(self.values)
-        finally:
-            numba.set_parallel_chunksize(previous_chunk)
+        scratch = make_scratch(numba.get_num_threads())
+
+        def sweep(stage, active, next_flags):
+            return propagate(stage, seeds, self.values, self.counts, active, next_flags, self.rows, scratch)
+
+        stages, seed_seconds = run_stages(seeds, self.values, self.value_words, self.counts, sweep, progress)
         working = self.working_bytes
         self.counts = None
         self.store.mark_loaded(seeds)

@@ -52,7 +52,7 @@ import time as _time
 import numpy as np
 from numba import njit
 
-from . import index
+from . import index, retrograde
 from .intrinsics import prefetch_row
 from .errors import AweleError, GameOverError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position  # noqa: F401 (Position: the doctest)
@@ -383,17 +383,16 @@ def _grow(array, size):
 
 
 @njit(cache=True)
-def _solve_component(mover0, opponent0, seeds, flat, starts, loaded, partial, partial_starts, limit):
-    """Solve every position reachable from (mover0, opponent0) without a capture.
+def _explore_component(mover0, opponent0, seeds, flat, starts, loaded, partial, partial_starts, limit):
+    """The graph of every position reachable from (mover0, opponent0) without a capture.
 
     The graph is explored breadth first; a position already known (table or
-    earlier component) is a leaf with its value. Captures must land in loaded
-    tables. The values follow the staged algorithm of the builder: stage
-    k = n..1 resolves the positions worth +k and -k, and what is left is 0.
-    Values of positions in the index are written to `partial` (as d + 64).
-
-    Returns (status, root value, positions): status 0 solved, 1 more than
-    `limit` positions, 2 a capture lands in a layer that is not loaded.
+    earlier component) is a leaf whose exit is its value. Captures must land
+    in loaded tables. Returns (status, size, movers, opponents, exits,
+    children, fixed, first, parents): status 0 explored, 1 more than `limit`
+    positions, 2 a capture lands in a layer that is not loaded; exits and
+    children per node, fixed for leaves, and the predecessor lists
+    (parents of i: parents[first[i]:first[i + 1]]) for retrograde.solve_graph.
     """
     capacity = 1024
     mask = np.uint64(4 * capacity - 1)
@@ -439,7 +438,7 @@ def _solve_component(mover0, opponent0, seeds, flat, starts, loaded, partial, pa
                 else:
                     child = known_value(cm, co, child_seeds, flat, starts, loaded, partial, partial_starts)
                     if child == NOT_TERMINAL:
-                        return 2, 0, size
+                        return _no_component(2, size)
                 if captured - child > best:
                     best = captured - child
                 continue
@@ -448,7 +447,7 @@ def _solve_component(mover0, opponent0, seeds, flat, starts, loaded, partial, pa
                 slot = (slot + 1) & np.int64(mask)
             if slots[slot] < 0:
                 if size == limit:
-                    return 1, 0, size
+                    return _no_component(1, size)
                 if size == capacity:
                     capacity *= 2
                     movers = _grow(movers, capacity)
@@ -491,42 +490,23 @@ def _solve_component(mover0, opponent0, seeds, flat, starts, loaded, partial, pa
             parents[fill[child]] = node
             fill[child] += 1
 
-    unknown = -INFINITE
-    values = np.full(size, unknown, np.int64)
-    waiting = edge_count[:size].copy()
-    queue = np.empty(size, np.int64)
-    for stage in range(seeds, 0, -1):
-        tail = 0
-        for node in range(size):
-            if values[node] == unknown and (exits[node] == stage or (exits[node] == -stage and waiting[node] == 0)):
-                values[node] = exits[node]
-                queue[tail] = node
-                tail += 1
-        head = 0
-        while head < tail:
-            child = queue[head]
-            head += 1
-            for p in range(first[child], first[child + 1]):
-                parent = parents[p]
-                if values[parent] != unknown:
-                    continue
-                if values[child] == -stage:
-                    values[parent] = stage
-                    queue[tail] = parent
-                    tail += 1
-                else:
-                    waiting[parent] -= 1
-                    if waiting[parent] == 0 and exits[parent] <= -stage:
-                        values[parent] = -stage
-                        queue[tail] = parent
-                        tail += 1
-    for node in range(size):
-        if values[node] == unknown:
-            values[node] = 0
+    return 0, size, movers[:size], opponents[:size], exits[:size], edge_count[:size], fixed[:size], first, parents
+
+
+@njit(cache=True)
+def _no_component(status, size):
+    empty = np.zeros(0, np.int64)
+    return (status, size, np.zeros(0, np.uint64), np.zeros(0, np.uint64), empty, empty, np.zeros(0, np.bool_),
+            empty, empty)
+
+
+@njit(cache=True)
+def _keep_component(values, movers, opponents, fixed, seeds, partial, partial_starts):
+    """Write the solved values of a component's positions in the index to `partial` (as d + 64)."""
+    for node in range(values.shape[0]):
         if not fixed[node] and index.packed_in_index(opponents[node]):
             rank = index.rank_packed(movers[node], opponents[node], seeds)
             partial[partial_starts[seeds] + rank] = values[node] + PARTIAL_OFFSET
-    return 0, values[0], size
 
 
 # Python API ----------------------------------------------------------------------
@@ -697,10 +677,15 @@ class Searcher:
             return "too large", None, 0
         self._ensure_partial(seeds)
         mover, opponent = position.packed()
-        status, value, size = _solve_component(
+        status, size, movers, opponents, exits, children, fixed, first, parents = _explore_component(
             mover, opponent, seeds, *self._arrays(), int(limit or self.component_limit)
         )
-        return ("solved", "too large", "missing table")[status], (int(value) if status == 0 else None), int(size)
+        if status:
+            return ("solved", "too large", "missing table")[status], None, int(size)
+        # The builder's staged algorithm, on the component's explicit graph.
+        values = retrograde.solve_graph(seeds, exits, children, first, parents)
+        _keep_component(values, movers, opponents, fixed, seeds, self._partial, self._partial_starts)
+        return "solved", int(values[0]), int(size)
 
     def search(self, position, depth=None, time=None, nodes=None, cycles="own", history=None, bounds=False,
                progress=None):

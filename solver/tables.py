@@ -361,7 +361,8 @@ def table_info(directory, seeds, full=False):
             attributes = handle.attrs
             info["histogram"] = [int(c) for c in attributes["histogram"]]
             info["build_seconds"] = float(np.asarray(attributes.get("build_seconds", 0.0)).item())
-            info["package_version"] = str(attributes.get("package_version", ""))
+            version = attributes.get("package_version", b"")
+            info["package_version"] = version.decode(errors="replace") if isinstance(version, bytes) else str(version)
             chunk_checksums(handle, path)
         info["bytes"] = os.path.getsize(path)
         info["bytes_per_position"] = info["bytes"] / max(1, info["positions"])

@@ -71,8 +71,10 @@ def test_files_carry_their_attributes_and_stay_small(table_dir):
     assert info["bytes_per_position"] <= 0.5
     assert sum(info["histogram"]) == index.layer_size(12)
     with h5py.File(tables.table_path(table_dir, 12), "r") as handle:
-        assert handle.attrs["rules"] == tables.RULES
-        assert handle.attrs["index_scheme"] == index.INDEX_SCHEME
+        assert handle.attrs["rules"].decode() == tables.RULES
+        assert handle.attrs["index_scheme"].decode() == index.INDEX_SCHEME
+        assert handle.attrs["format_version"] == tables.FORMAT_VERSION == 2
+        assert handle[tables.CRC_DATASET].shape == ((index.layer_size(12) + tables.CHUNK - 1) // tables.CHUNK,)
         assert handle["values"].fletcher32
         assert handle["values"].compression == "gzip"
 
