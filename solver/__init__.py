@@ -16,6 +16,21 @@ from .errors import (  # noqa: E402
 )
 from .position import Game, Position, perft  # noqa: E402
 
+# The table and search classes load numba kernels and HDF5: imported on first
+# use, so `import solver` and `awele --version` stay quick.
+_LAZY = {"Tablebase": "probe", "Searcher": "search", "SearchResult": "search", "LayerStore": "layers"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'solver' has no attribute {name!r}")
+
+
 __all__ = [
     "AweleError",
     "Game",
@@ -23,7 +38,11 @@ __all__ = [
     "IllegalMoveError",
     "InvalidPositionError",
     "InvalidRecordError",
+    "LayerStore",
     "Position",
+    "SearchResult",
+    "Searcher",
+    "Tablebase",
     "perft",
     "__version__",
 ]

@@ -348,6 +348,10 @@ class Game:
         self._seen = {self.start.key()}
         self._repeated = False
 
+    def __repr__(self):
+        record = " ".join(self.moves)
+        return f"Game({str(self.start)!r}, moves={record!r}, position={str(self.position)!r})"
+
     @classmethod
     def from_record(cls, text, start=None):
         """Replay a record such as ``1. F b 2. D a`` (numbers and annotations ignored)."""

@@ -195,6 +195,13 @@ class Tablebase:
             if mask & (1 << h)
         )
 
+    def get(self, position, default=None):
+        """The value of `position`, or `default` when a layer it needs is not built."""
+        try:
+            return self.value(position)
+        except MissingTableError:
+            return default
+
     def value(self, position):
         """d for the side to move: seeds it will capture from now on minus the other side's.
 

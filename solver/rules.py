@@ -149,12 +149,6 @@ def capture(opponent, last):
     return captured, opponent & ~taken
 
 
-@njit(cache=True, inline="always")
-def feeds(mover, house):
-    """Whether sowing house 0..5 puts at least one seed on the opponent's side."""
-    return house_seeds(mover, house) >= ROW - house
-
-
 @njit(cache=True)
 def legal_mask(mover, opponent):
     """Bit h set when the mover may play house h (RULES.md rules 1 and 5)."""

@@ -613,6 +613,10 @@ class Searcher:
         self._load_tables(max_table_seeds, table_bytes)
         self._warm_up()
 
+    def __repr__(self):
+        return (f"Searcher({self.tablebase.directory!r}, hash_entries={self.tt.shape[0]}, "
+                f"tables_in_memory={self.table_layers})")
+
     def _warm_up(self):
         """Compile the kernel (or load numba's cache) now, so that a search's time
         limit is spent searching."""

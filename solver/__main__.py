@@ -1,0 +1,6 @@
+"""`python -m solver`: the awele command line."""
+
+from .cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""What a Python user expects of the public API."""
+
+import subprocess
+import sys
+
+import solver
+from solver import Game, Searcher, Tablebase
+
+
+def test_top_level_names_and_python_m_solver():
+    assert {"Tablebase", "Searcher", "Position", "Game", "LayerStore"} <= set(solver.__all__)
+    assert solver.Tablebase is Tablebase and solver.Searcher is Searcher
+    result = subprocess.run([sys.executable, "-m", "solver", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and solver.__version__ in result.stdout
+
+
+def test_get_returns_a_default_for_a_missing_layer(table_dir, tmp_path):
+    endgame = "0-1-2-0-1-1/2-0-1-0-0-1 S 0:0"  # 10 seeds
+    with Tablebase(table_dir) as tablebase:
+        assert tablebase.get(endgame) == tablebase.value(endgame)
+    with Tablebase(str(tmp_path)) as empty:
+        assert empty.get(endgame) is None
+        assert empty.get(endgame, default="absent") == "absent"
+
+
+def test_reprs_say_what_they_hold(table_dir):
+    game = Game.from_record("1. F b")
+    assert repr(game) == "Game('4-4-4-4-4-4/4-4-4-4-4-4 S 0:0', moves='F b', position='5-4-4-4-4-0/5-0-6-6-5-5 S 0:0')"
+    with Tablebase(table_dir) as tablebase:
+        tablebase.load(5)
+        assert "in_memory=[5]" in repr(tablebase) and table_dir in repr(tablebase)
+    searcher = Searcher(table_dir, hash_mb=1, max_table_seeds=6)
+    assert "tables_in_memory=[0, 1, 2, 3, 4, 5, 6]" in repr(searcher)
