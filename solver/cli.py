@@ -543,13 +543,22 @@ cli.add_command(best_command, name="query")
 def line(position, moves, max_plies, directory, as_json):
     """The perfect-play line from POSITION, move by move, and why it ends."""
     pos = parse_position(position, moves)
+    if pos.is_over():
+        scores = pos.result()
+        if as_json:
+            emit_json({"position": str(pos), "over": True, "end": pos.terminal_rule(), "value": None,
+                       "moves": [], "captures": [], "result": list(scores), "predicted_result": list(scores)})
+        else:
+            click.echo(f"position: {pos}   game over ({pos.terminal_rule()}): {_score_text(pos, scores)}")
+        return
     with _open_tablebase(directory, pos, quiet=as_json) as tablebase:
         result = tablebase.line(pos, max_plies=max_plies)
-        predicted = tablebase.predicted_result(pos) if not pos.is_over() else pos.result()
+        predicted = tablebase.predicted_result(pos)
     if as_json:
         emit_json(
             {
                 "position": str(pos),
+                "over": False,
                 "value": result.value,
                 "moves": result.moves,
                 "captures": result.captures,

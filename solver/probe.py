@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from . import index, tables
-from .errors import InvalidPositionError, MissingTableError
+from .errors import GameOverError, InvalidPositionError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position
 from .layers import LayerStore
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play, terminal_value
@@ -205,9 +205,14 @@ class Tablebase:
     def value(self, position):
         """d for the side to move: seeds it will capture from now on minus the other side's.
 
-        Raises MissingTableError when a needed layer is not built.
+        Raises MissingTableError when a needed layer is not built, and
+        GameOverError (with the final score) for a position where the game is
+        already over by 25 seeds or 24-24: each side takes the seeds on its
+        own side, whatever the board's table entry says. A position ended by
+        rule 5 or 6 has its terminal value.
         """
         position = _as_position(position)
+        _refuse_finished(position)
         return self._analysed_value(position.analysis())
 
     def move_values(self, position):
@@ -357,6 +362,11 @@ class Tablebase:
         seeds on its own side), or after max_plies.
         """
         position = _as_position(position)
+        if position.is_over():
+            line = Line(position, None)
+            line.end_reason = position.terminal_rule()
+            line.result = position.result()
+            return line
         line = Line(position, self.value(position))
         game = Game(position)
         progress = None
@@ -396,6 +406,8 @@ class Tablebase:
         """Final (South, North) seed totals the value predicts: captured so far
         plus (n + d) / 2 for the mover (a half seed only from endless play)."""
         position = _as_position(position)
+        if position.is_over():
+            return position.result()
         d = self.value(position)
         mover_share = (position.seeds + d) / 2
         other_share = position.seeds - mover_share
@@ -403,6 +415,16 @@ class Tablebase:
         if position.to_move == "S":
             return south + mover_share, north + other_share
         return south + other_share, north + mover_share
+
+
+def _refuse_finished(position):
+    # Rules 5 and 6 end the game with the seeds going where the terminal value
+    # says; a 25-seed win or 24-24 ends it with each side taking its own
+    # seeds, which the board's table value does not describe.
+    if position.terminal_rule() in ("25 seeds", "24-24"):
+        south, north = position.result()
+        raise GameOverError(f"the game is over in {position} ({position.terminal_rule()}): "
+                            f"final score South {south}, North {north}")
 
 
 def _as_position(position):

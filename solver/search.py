@@ -57,7 +57,7 @@ from .intrinsics import prefetch_row
 from .errors import AweleError, GameOverError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position  # noqa: F401 (Position: the doctest)
 from .probe import Tablebase, _as_position, _value_packed
-from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds
+from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 
 MAX_PLY = 120  # deepest iteration; the stack has room for this plus the history
 MAX_HISTORY = 256  # positions before the root that can repeat
@@ -222,10 +222,7 @@ def _search(
             score_proven = True
             score_repeat = NO_REPETITION
             if mask == 0:  # rules 5 and 6
-                if mover == 0:
-                    score = -row_seeds(opponent)
-                else:
-                    score = row_seeds(mover)
+                score = terminal_value(mover, opponent)
                 continue
             tt_move = NO_MOVE
             if ply > root:
@@ -417,7 +414,7 @@ def _explore_component(mover0, opponent0, seeds, flat, starts, loaded, partial, 
         fixed[head] = True
         moves = legal_mask(mover, opponent)
         if moves == 0:
-            exits[head] = -row_seeds(opponent) if mover == 0 else row_seeds(mover)
+            exits[head] = terminal_value(mover, opponent)
             head += 1
             continue
         value = known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_starts)
@@ -434,7 +431,7 @@ def _explore_component(mover0, opponent0, seeds, flat, starts, loaded, partial, 
             if captured > 0:
                 child_seeds = seeds - captured
                 if legal_mask(cm, co) == 0:
-                    child = -row_seeds(co) if cm == 0 else row_seeds(cm)
+                    child = terminal_value(cm, co)
                 else:
                     child = known_value(cm, co, child_seeds, flat, starts, loaded, partial, partial_starts)
                     if child == NOT_TERMINAL:
@@ -667,7 +664,7 @@ class Searcher:
         position = _as_position(position)
         mover, opponent = position.packed()
         if legal_mask(mover, opponent) == 0:
-            return int(-row_seeds(opponent) if mover == 0 else row_seeds(mover))
+            return int(terminal_value(mover, opponent))
         value = known_value(mover, opponent, position.seeds, *self._arrays())
         return None if value == NOT_TERMINAL else int(value)
 

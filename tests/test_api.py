@@ -31,3 +31,26 @@ def test_reprs_say_what_they_hold(table_dir):
         assert "in_memory=[5]" in repr(tablebase) and table_dir in repr(tablebase)
     searcher = Searcher(table_dir, hash_mb=1, max_table_seeds=6)
     assert "tables_in_memory=[0, 1, 2, 3, 4, 5, 6]" in repr(searcher)
+
+
+def test_a_finished_game_is_finished_everywhere(table_dir):
+    import json
+
+    import pytest
+    from click.testing import CliRunner
+
+    from solver.cli import cli
+    from solver.errors import GameOverError
+
+    over = "2-1-1-1-1-1/0-1-1-1-1-1 S 25:11"  # South already has 25
+    with Tablebase(table_dir) as tablebase:
+        with pytest.raises(GameOverError, match="South 32, North 16"):
+            tablebase.value(over)
+        assert tablebase.predicted_result(over) == (32, 16)
+        line = tablebase.line(over)
+        assert line.moves == [] and line.value is None and line.result == (32, 16)
+    runner = CliRunner()
+    text = runner.invoke(cli, ["line", over, "--dir", table_dir])
+    assert text.exit_code == 0 and "game over (25 seeds)" in text.output and "value" not in text.output
+    data = json.loads(runner.invoke(cli, ["line", over, "--dir", table_dir, "--json"]).output)
+    assert data["over"] is True and data["value"] is None and data["result"] == [32, 16]

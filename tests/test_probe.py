@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from solver import Position
 from solver.cli import cli
-from solver.errors import InvalidPositionError, MissingTableError
+from solver.errors import GameOverError, InvalidPositionError, MissingTableError
 from solver.probe import Tablebase
 
 from naive import naive_legal_moves, naive_play
@@ -119,9 +119,14 @@ def test_lines_end_with_the_score_the_value_predicts(tablebase):
 
 
 def test_predicted_result_uses_captured_counts(tablebase):
-    position = Position.from_string("0-0-0-0-0-1/0-0-0-0-0-0 S 20:27")
+    position = Position.from_string("0-0-0-0-0-1/0-0-0-0-0-0 S 20:24")
     assert tablebase.value(position) == -1  # the only move feeds North, who then takes it (rule 5)
-    assert tablebase.predicted_result(position) == (20, 28)
+    assert tablebase.predicted_result(position) == (20, 25)
+    # With 27 North has already won: the game is over and the board's seed stays with South.
+    finished = Position.from_string("0-0-0-0-0-1/0-0-0-0-0-0 S 20:27")
+    assert tablebase.predicted_result(finished) == (21, 27)
+    with pytest.raises(GameOverError):
+        tablebase.value(finished)
 
 
 def test_cli_best_text_and_json(table_dir):
