@@ -27,8 +27,10 @@ class UserError(click.ClickException):
 
 def parse_position(text, moves=None):
     """A Position from notation (canonical or 12 integers) and/or a move record."""
+    if text is not None and not text.strip():
+        raise UserError("the position is empty: write one, or leave it out for the opening")
     try:
-        start = Position.from_string(text) if text else Position.initial()
+        start = Position.from_string(text) if text is not None else Position.initial()
         if moves:
             return Game.from_record(moves, start).position
         return start

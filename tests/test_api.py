@@ -54,3 +54,14 @@ def test_a_finished_game_is_finished_everywhere(table_dir):
     assert text.exit_code == 0 and "game over (25 seeds)" in text.output and "value" not in text.output
     data = json.loads(runner.invoke(cli, ["line", over, "--dir", table_dir, "--json"]).output)
     assert data["over"] is True and data["value"] is None and data["result"] == [32, 16]
+
+
+def test_an_empty_position_string_is_an_error_not_the_opening():
+    from click.testing import CliRunner
+
+    from solver.cli import cli
+
+    for command in (["best", ""], ["show", "  "], ["line", ""]):
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 2 and "position is empty" in result.output
+    assert "4  4  4  4  4  4" in CliRunner().invoke(cli, ["show"]).output
