@@ -125,7 +125,7 @@ def _directory_option(function):
         "directory",
         type=click.Path(file_okay=False),
         default=None,
-        help="Tables folder (default: $AWELE_DATABASES or ./databases).",
+        help="Tables folder (default: $AWELE_DATABASES, else the checkout's databases/ or the user data folder).",
     )(function)
 
 
@@ -166,7 +166,7 @@ def build(max_seeds, directory, threads, memory, as_json, quiet):
     from tqdm import tqdm
 
     from . import build as builder
-    from . import index, tables
+    from . import index, retrograde, tables
 
     if threads is not None and threads > (os.cpu_count() or 1):
         raise UserError(f"--threads {threads}: this machine has {os.cpu_count()} cores")
@@ -200,6 +200,9 @@ def build(max_seeds, directory, threads, memory, as_json, quiet):
             + (f"  {row['exit_passes']} exit passes" if row.get("exit_passes", 1) > 1 else "")
         )
 
+    if not as_json and not retrograde.kernels_cached():
+        click.echo(f"compiling the builder's kernels, once (about {retrograde.COMPILE_SECONDS} s; later builds "
+                   "start at once)", err=True)
     if not as_json:
         total = sum(index.layer_size(n) for n in range(max_seeds + 1))
         need = max(builder.least_bytes(n) for n in range(max_seeds + 1))
@@ -343,7 +346,8 @@ def _open_tablebase(directory, position, quiet=False):
 
         if not quiet:
             click.echo(f"building the missing tables up to {needed} seeds in {directory} (once)", err=True)
-        bar = tqdm(total=needed + 1, desc="tables", unit="layer", disable=quiet, file=sys.stderr)
+        bar = tqdm(total=needed + 1, desc="tables", unit="layer", disable=quiet or not sys.stderr.isatty(),
+                   file=sys.stderr)
         builder.build(needed, directory, report=lambda row: bar.update(1))
         bar.close()
     return tablebase

@@ -104,7 +104,7 @@ class Line:
 class Tablebase:
     """The endgame tables of a folder, opened lazily, usable as a context manager.
 
-    ``directory`` defaults to $AWELE_DATABASES or ./databases. Small layers are
+    ``directory`` defaults to tables.default_directory(). Small layers are
     read whole on first use; larger ones are read a chunk at a time for single
     probes and whole for :meth:`values`.
     """

@@ -52,6 +52,7 @@ a second array, so none is lost while a sweep reads the first.
 """
 
 import contextlib
+import os
 import time
 from collections import namedtuple
 
@@ -78,6 +79,18 @@ BATCH = 64  # predecessor ranks gathered (and prefetched) before they are update
 MAX_PREDECESSORS = 6 * 5 * 11  # a bound on the predecessors of one position
 HIGH_BITS = np.uint64(0x0000808080808080)  # bit 7 of each house lane: borrow detector
 BYTE_ONES = np.uint64(0x0101010101010101)
+
+
+COMPILE_SECONDS = 30  # numba's first compilation of the builder's kernels on 2 cores, measured
+
+
+def kernels_cached():
+    """Whether numba's cache holds the builder's kernels (else the first build compiles them)."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    try:
+        return any(name.startswith("retrograde.propagate-") and name.endswith(".nbi") for name in os.listdir(folder))
+    except OSError:
+        return False
 
 
 def exit_layers(seeds):

@@ -55,8 +55,18 @@ FILE_NAME = re.compile(r"awele-(\d{2})\.h5")
 
 
 def default_directory():
-    """The tables folder: $AWELE_DATABASES, else ./databases."""
-    return os.environ.get(ENVIRONMENT_VARIABLE) or DEFAULT_DIRECTORY
+    """The tables folder, whatever the current folder is: $AWELE_DATABASES; else
+    the checkout's databases/ for a development install (pip install -e);
+    else the user's data folder (platformdirs: ~/.local/share/awele on Linux)."""
+    chosen = os.environ.get(ENVIRONMENT_VARIABLE)
+    if chosen:
+        return chosen
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(checkout, "pyproject.toml")) and os.path.isdir(os.path.join(checkout, DEFAULT_DIRECTORY)):
+        return os.path.join(checkout, DEFAULT_DIRECTORY)
+    import platformdirs
+
+    return platformdirs.user_data_dir("awele", appauthor=False)
 
 
 def table_path(directory, seeds):

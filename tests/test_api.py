@@ -65,3 +65,16 @@ def test_an_empty_position_string_is_an_error_not_the_opening():
         result = CliRunner().invoke(cli, command)
         assert result.exit_code == 2 and "position is empty" in result.output
     assert "4  4  4  4  4  4" in CliRunner().invoke(cli, ["show"]).output
+
+
+def test_the_default_tables_folder_does_not_depend_on_the_current_folder(tmp_path, monkeypatch):
+    import os
+
+    from solver import tables
+
+    monkeypatch.delenv(tables.ENVIRONMENT_VARIABLE, raising=False)
+    here = tables.default_directory()
+    monkeypatch.chdir(tmp_path)
+    assert tables.default_directory() == here and os.path.isabs(here)
+    monkeypatch.setenv(tables.ENVIRONMENT_VARIABLE, str(tmp_path / "elsewhere"))
+    assert tables.default_directory() == str(tmp_path / "elsewhere")
