@@ -24,7 +24,7 @@ import numba
 
 from . import index, retrograde, tables
 from .errors import BuildError, CorruptTableError, TableMismatchError, TableWriteError
-from .layers import LayerStore
+from .layers import LayerStore, available_memory
 
 BASE_BYTES = 512 << 20  # the process itself: interpreter, numba, HDF5, row tables
 MEMORY_MARGIN = 1 << 30  # left to the system when the budget is not given
@@ -51,18 +51,6 @@ def parse_memory(text):
     if value <= 0:
         raise ValueError(f"a memory size must be positive, not {text!r}")
     return value
-
-
-def available_memory():
-    """Memory the system can give this process now (MemAvailable), in bytes."""
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def default_budget():

@@ -5,6 +5,7 @@ stderr and exit with status 2; no traceback reaches the user.
 """
 
 import json
+import math
 import os
 import sys
 import time
@@ -13,7 +14,7 @@ import click
 
 from . import __version__
 from .errors import AweleError
-from .position import Game, Position, perft
+from .position import MAX_PERFT_DEPTH, Game, Position, perft
 from .search import MAX_PLY
 
 EXIT_USER_ERROR = 2
@@ -105,7 +106,7 @@ def show(position, moves, as_json):
 
 @cli.command("perft")
 @click.argument("position")
-@click.argument("depth", type=click.IntRange(min=0))
+@click.argument("depth", type=click.IntRange(0, MAX_PERFT_DEPTH))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def perft_command(position, depth, as_json):
     """Count the leaves DEPTH plies below POSITION ('initial' for the opening)."""
@@ -389,6 +390,8 @@ def _limits(depth, seconds, nodes, default_time):
     """(depth, time, nodes) for Searcher.search from the command-line options."""
     if depth is not None and seconds is not None:
         raise UserError("give --depth or --time, not both")
+    if seconds is not None and not math.isfinite(seconds):
+        raise UserError(f"--time must be a finite number of seconds, got {seconds}")
     if seconds is None and depth is None and nodes is None:
         seconds = default_time
     return depth, (seconds or None), nodes

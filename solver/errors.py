@@ -52,3 +52,13 @@ class TableWriteError(TableError, OSError):
 class BuildError(AweleError, RuntimeError):
     """A build that cannot run as asked: another build holds the folder, or the
     memory budget cannot hold a layer."""
+
+
+class InvalidArgumentError(AweleError, ValueError):
+    """An argument of the wrong type or out of range: a boolean or float depth,
+    a depth beyond what the kernels allow, a non-finite time."""
+
+
+class SearchError(AweleError, ValueError):
+    """A search was asked for something it cannot do (bad limits or mode, a
+    transposition table larger than the memory there is)."""

@@ -12,6 +12,7 @@ read them, with no copy.
 """
 
 import mmap
+import os
 
 import numpy as np
 
@@ -29,6 +30,18 @@ def _reserve(size):
     except OSError:
         area = mmap.mmap(-1, size, flags=flags)
     return area, np.frombuffer(area, dtype=np.int8)
+
+
+def available_memory():
+    """Memory the system can give this process now (MemAvailable), in bytes."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 class LayerStore:

@@ -20,7 +20,7 @@ import re
 import numpy as np
 
 from . import index, rules
-from .errors import GameOverError, IllegalMoveError, InvalidPositionError, InvalidRecordError
+from .errors import GameOverError, IllegalMoveError, InvalidArgumentError, InvalidPositionError, InvalidRecordError
 
 SOUTH = "S"
 NORTH = "N"
@@ -446,6 +446,9 @@ def parse_record(text):
     return moves
 
 
+MAX_PERFT_DEPTH = 40  # the kernel recurses once a ply; deeper counts would take years anyway
+
+
 def perft(position, depth):
     """Leaves of the game tree `depth` plies below `position` (bulk-counted at the last ply).
 
@@ -456,8 +459,8 @@ def perft(position, depth):
     """
     if isinstance(position, str):
         position = Position.from_string(position)
-    if not isinstance(depth, (int, np.integer)) or depth < 0:
-        raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 0 <= depth <= MAX_PERFT_DEPTH:
+        raise InvalidArgumentError(f"depth must be an integer 0..{MAX_PERFT_DEPTH}, got {depth!r}")
     mover, opponent = position.packed()
     mine, theirs = position.mover_captured()
     return int(rules.perft_packed(mover, opponent, mine, theirs, int(depth)))

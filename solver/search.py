@@ -47,6 +47,7 @@ capture) by the same staged retrograde analysis as the builder, on an
 explicit graph, and keeps the values it finds for later searches.
 """
 
+import math
 import time as _time
 
 import numpy as np
@@ -54,7 +55,8 @@ from numba import njit
 
 from . import index, retrograde
 from .intrinsics import prefetch_row
-from .errors import AweleError, GameOverError, MissingTableError
+from .errors import AweleError, GameOverError, MissingTableError, SearchError
+from .layers import available_memory
 from .position import HOUSE_LETTERS, Game, Position  # noqa: F401 (Position: the doctest)
 from .probe import Tablebase, _as_position, _value_packed
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
@@ -76,10 +78,6 @@ COMPONENT_RATE = 1_000_000  # component positions allowed per second of time lim
 
 _HASH_A = np.uint64(0x9E3779B97F4A7C15)
 _HASH_B = np.uint64(0xC2B2AE3D27D4EB4F)
-
-
-class SearchError(AweleError, ValueError):
-    """A search was asked for something it cannot do (bad limits or mode)."""
 
 
 # Table lookups -------------------------------------------------------------------
@@ -598,7 +596,13 @@ class Searcher:
         if tablebase is None or isinstance(tablebase, (str, bytes)) or hasattr(tablebase, "__fspath__"):
             tablebase = Tablebase(tablebase)
         self.tablebase = tablebase
+        if isinstance(hash_mb, bool) or not isinstance(hash_mb, (int, float)) or not 0 < hash_mb < float("inf"):
+            raise SearchError(f"hash_mb must be a positive number of MiB, got {hash_mb!r}")
         entries = 1 << max(1, int(hash_mb * (1 << 20) // 24).bit_length() - 1)
+        available = available_memory()
+        if 24 * entries > available:
+            raise SearchError(f"a transposition table of {hash_mb:g} MiB does not fit in the "
+                              f"{available / 2**20:,.0f} MiB of memory available")
         self.tt = np.zeros((entries, 3), dtype=np.uint64)
         self.history = np.zeros((ROW, 49), dtype=np.int64)
         self.component_limit = component_limit
@@ -708,6 +712,11 @@ class Searcher:
         """
         if cycles not in CYCLES:
             raise SearchError(f"cycles must be one of {', '.join(CYCLES)}, got {cycles!r}")
+        if isinstance(depth, bool) or (depth is not None and not isinstance(depth, (int, np.integer))):
+            raise SearchError(f"depth must be an integer, got {depth!r}")
+        if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
+                                 or not math.isfinite(time)):
+            raise SearchError(f"time must be a finite number of seconds, got {time!r}")
         if depth is not None and not 1 <= depth <= MAX_PLY:
             raise SearchError(f"depth must be 1..{MAX_PLY}, got {depth}")
         if time is not None and not time > 0:

@@ -78,3 +78,30 @@ def test_the_default_tables_folder_does_not_depend_on_the_current_folder(tmp_pat
     assert tables.default_directory() == here and os.path.isabs(here)
     monkeypatch.setenv(tables.ENVIRONMENT_VARIABLE, str(tmp_path / "elsewhere"))
     assert tables.default_directory() == str(tmp_path / "elsewhere")
+
+
+def test_hostile_limits_are_one_line_errors_and_named_exceptions(table_dir):
+    import pytest
+    from click.testing import CliRunner
+
+    from solver import Position, perft
+    from solver.cli import cli
+    from solver.errors import AweleError, InvalidArgumentError, SearchError
+
+    runner = CliRunner()
+    for command in (["perft", "initial", "100000"], ["perft", "initial", "9" * 5000],
+                    ["search", "--time", "inf", "--dir", table_dir], ["search", "--time", "nan", "--dir", table_dir],
+                    ["search", "--hash", "65536", "--depth", "1", "--dir", table_dir]):
+        result = runner.invoke(cli, command)
+        assert result.exit_code == 2, (command, result.output)
+        assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    for depth in (True, 2.0, -1, 41):
+        with pytest.raises(InvalidArgumentError):
+            perft(Position.initial(), depth)
+    searcher = Searcher(table_dir, hash_mb=1, max_table_seeds=6)
+    for limits in ({"depth": True}, {"time": float("inf")}, {"depth": 2.5}):
+        with pytest.raises(SearchError):
+            searcher.search(Position.initial(), **limits)
+    with pytest.raises(SearchError, match="does not fit"):
+        Searcher(table_dir, hash_mb=1 << 40)
+    assert issubclass(SearchError, AweleError)
