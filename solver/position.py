@@ -42,6 +42,13 @@ def other_side(side):
     return NORTH if side == SOUTH else SOUTH
 
 
+def _count(value):
+    """A seed count as an int; booleans, floats and other types are refused (TypeError)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(value)
+    return int(value)
+
+
 class Position:
     """A position: twelve houses (A..F, a..f), the side to move, captured seeds.
 
@@ -52,10 +59,11 @@ class Position:
 
     def __init__(self, houses, to_move=SOUTH, captured=(0, 0)):
         try:
-            houses = tuple(int(h) for h in houses)
-            captured = tuple(int(c) for c in captured)
+            houses = tuple(_count(h) for h in houses)
+            captured = tuple(_count(c) for c in captured)
         except (TypeError, ValueError):
-            raise InvalidPositionError(f"houses and captured counts must be integers: {houses!r}") from None
+            raise InvalidPositionError(
+                f"houses and captured counts must be integers: {houses!r}, {captured!r}") from None
         if len(houses) != rules.HOUSES:
             raise InvalidPositionError(f"a position has 12 houses, got {len(houses)}")
         if any(h < 0 for h in houses):

@@ -248,12 +248,15 @@ class Tablebase:
 
         Every layer needed is read whole into memory.
         """
-        boards = np.ascontiguousarray(boards, dtype=np.uint8)
-        if boards.ndim != 2 or boards.shape[1] != HOUSES:
-            raise InvalidPositionError(f"boards must be an (N, 12) array, got shape {boards.shape}")
-        totals = boards.sum(axis=1, dtype=np.int64)
-        if boards.shape[0] and totals.max() > index.MAX_SEEDS:
+        given = np.asarray(boards)
+        if given.dtype.kind not in "iu" or given.ndim != 2 or given.shape[1] != HOUSES:
+            raise InvalidPositionError(
+                f"boards must be an (N, 12) array of integers, got shape {given.shape} of {given.dtype}")
+        if given.size and (given.min() < 0 or given.max() > index.MAX_SEEDS):
+            raise InvalidPositionError(f"house counts must be 0..{index.MAX_SEEDS}")
+        if given.shape[0] and given.sum(axis=1, dtype=np.int64).max() > index.MAX_SEEDS:
             raise InvalidPositionError("a board holds more than 48 seeds")
+        boards = np.ascontiguousarray(given, dtype=np.uint8)
         out = np.empty(boards.shape[0], dtype=np.int8)
         while True:
             stuck = _values(boards, *self._store.arrays(), out)

@@ -55,7 +55,7 @@ from numba import njit
 
 from . import index, retrograde
 from .intrinsics import prefetch_row
-from .errors import AweleError, GameOverError, MissingTableError, SearchError
+from .errors import GameOverError, MissingTableError, SearchError
 from .layers import available_memory
 from .position import HOUSE_LETTERS, Game, Position  # noqa: F401 (Position: the doctest)
 from .probe import Tablebase, _as_position, _value_packed

@@ -105,3 +105,22 @@ def test_hostile_limits_are_one_line_errors_and_named_exceptions(table_dir):
     with pytest.raises(SearchError, match="does not fit"):
         Searcher(table_dir, hash_mb=1 << 40)
     assert issubclass(SearchError, AweleError)
+
+
+def test_wrong_types_raise_awele_errors_not_silent_casts(table_dir):
+    import numpy as np
+    import pytest
+
+    from solver import Position
+    from solver.errors import InvalidPositionError
+
+    with Tablebase(table_dir) as tablebase:
+        for boards in (np.full((1, 12), 1.5), np.array([[60] + [0] * 11]), np.array([[-1] + [0] * 11]),
+                       np.ones((1, 12), dtype=bool), np.zeros((2, 11), dtype=int)):
+            with pytest.raises(InvalidPositionError):
+                tablebase.values(boards)
+    for houses in ([1.0] * 12, [float("inf")] + [0] * 11, [True] * 12, ["1"] * 12):
+        with pytest.raises(InvalidPositionError):
+            Position(houses)
+    with pytest.raises(InvalidPositionError):
+        Position([1] * 12, captured=(0.5, 0))
