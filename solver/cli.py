@@ -8,6 +8,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 
 import click
@@ -37,6 +38,33 @@ def parse_position(text, moves=None):
         return start
     except AweleError as error:
         raise UserError(str(error)) from None
+
+
+def _interruptible(function, *args):
+    """function(*args) in a worker thread, so that Ctrl-C stops the command at
+    once ("aborted", status 130) even while a compiled kernel runs: a kernel
+    does not look at signals, so the main thread waits for it instead and,
+    on Ctrl-C, leaves it behind. Only for work that writes nothing."""
+    outcome = {}
+
+    def work():
+        try:
+            outcome["value"] = function(*args)
+        except BaseException as error:  # handed to the main thread below
+            outcome["error"] = error
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.1)
+    except KeyboardInterrupt:
+        click.echo("awele: aborted", err=True)
+        sys.stderr.flush()
+        os._exit(130)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def emit_json(data):
@@ -112,7 +140,7 @@ def perft_command(position, depth, as_json):
     """Count the leaves DEPTH plies below POSITION ('initial' for the opening)."""
     pos = Position.initial() if position.lower() in ("initial", "start", "opening") else parse_position(position)
     started = time.perf_counter()
-    leaves = perft(pos, depth)
+    leaves = _interruptible(perft, pos, depth)
     seconds = time.perf_counter() - started
     if as_json:
         emit_json({"position": str(pos), "depth": depth, "leaves": leaves, "seconds": seconds})
@@ -314,7 +342,7 @@ def verify(seeds, directory, as_json):
     failed = False
     for layer in layers:
         started = time.perf_counter()
-        count, examples = builder.verify(directory, layer, store)
+        count, examples = _interruptible(builder.verify, directory, layer, store)
         seconds = time.perf_counter() - started
         failed = failed or count > 0
         results.append({"seeds": layer, "mismatches": count, "examples": examples, "seconds": seconds})

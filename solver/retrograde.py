@@ -431,7 +431,7 @@ def settle_endless(values):
             values[rank] = 0
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)  # nogil: `awele verify` can be stopped with Ctrl-C
 def bellman_mismatches(seeds, values, flat, starts, rows, limit):
     """Ranks (up to `limit`) whose value is not the best over their moves.
 

@@ -212,7 +212,7 @@ def _perft(mover, opponent, mover_store, opponent_store, depth):
     return leaves
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: the CLI runs it in a thread it can abandon on Ctrl-C
 def perft_packed(mover, opponent, mover_store, opponent_store, depth):
     """Perft on a packed position; depth 0 counts the position itself."""
     if depth == 0:

@@ -124,3 +124,15 @@ def test_wrong_types_raise_awele_errors_not_silent_casts(table_dir):
             Position(houses)
     with pytest.raises(InvalidPositionError):
         Position([1] * 12, captured=(0.5, 0))
+
+
+def test_ctrl_c_stops_perft_at_once_with_aborted_and_130():
+    import signal
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "solver", "perft", "initial", "30"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # started and deep inside the kernel
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and err.strip() == "awele: aborted"
