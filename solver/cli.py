@@ -382,12 +382,20 @@ def _open_tablebase(directory, position, quiet=False):
     return tablebase
 
 
+def _seeds(count):
+    """A predicted seed count: an int when whole (a half only comes from endless play)."""
+    return int(count) if float(count).is_integer() else float(count)
+
+
 def _score_text(position, scores):
     south, north = scores
     def fmt(x):
         return f"{x:g}"
     outcome = "draw" if south == north else ("South wins" if south > north else "North wins")
-    return f"South {fmt(south)} - North {fmt(north)} ({outcome})"
+    text = f"South {fmt(south)} - North {fmt(north)} ({outcome})"
+    if south != int(south):
+        text += "; the half seeds: endless play splits the seeds left evenly (the tables' convention)"
+    return text
 
 
 def _search_options(default_time):
@@ -439,6 +447,24 @@ def _search_dict(result):
     return data
 
 
+def _parse_game(position, moves):
+    """The Game to search: POSITION (or the opening) with MOVES played, or the position alone."""
+    start = parse_position(position)
+    if not moves:
+        return start
+    try:
+        return Game.from_record(moves, start)
+    except AweleError as error:
+        raise UserError(str(error)) from None
+
+
+def _report_depth(done, value, exact, nodes_so_far, elapsed):
+    """One line per finished iteration on stderr, as engines print "info" lines."""
+    rate = nodes_so_far / elapsed / 1e6 if elapsed > 0 else 0.0
+    click.echo(f"depth {done:3d}  value {value:+3d}{' exact' if exact else ''}  nodes {nodes_so_far:,}  "
+               f"{elapsed:.2f} s  {rate:.1f} M nodes/s", err=True)
+
+
 def _echo_search(result):
     pos = result.position
     side = "South" if pos.to_move == "S" else "North"
@@ -479,21 +505,10 @@ def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, 
     every capture landing in a table, the value is the table's.
     """
     depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
-    try:
-        start = Position.from_string(position) if position else Position.initial()
-        subject = Game.from_record(moves, start) if moves else start
-    except AweleError as error:
-        raise UserError(str(error)) from None
+    subject = _parse_game(position, moves)
     searcher = _searcher(directory, max_tables, hash_mb)
-
-    def report(done, value, exact, nodes_so_far, elapsed):
-        # One line per finished iteration on stderr, as engines print "info" lines.
-        rate = nodes_so_far / elapsed / 1e6 if elapsed > 0 else 0.0
-        click.echo(f"depth {done:3d}  value {value:+3d}{' exact' if exact else ''}  nodes {nodes_so_far:,}  "
-                   f"{elapsed:.2f} s  {rate:.1f} M nodes/s", err=True)
-
     result = searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles, bounds=bounds,
-                             progress=None if as_json else report)
+                             progress=None if as_json else _report_depth)
     if as_json:
         emit_json(_search_dict(result))
     else:
@@ -505,12 +520,16 @@ def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, 
 @click.option("--moves", help='Moves played from POSITION (or the opening), e.g. "1. F b 2. D a".')
 @_directory_option
 @_search_options(default_time=10)
+@click.option("--cycles", type=click.Choice(["own", "split"]), default="own", show_default=True,
+              help="Above the tables, repetition: own = the true rule (as `awele search`); split = the tables' (0).")
+@click.option("--bounds", is_flag=True, help="Above the tables, prove bounds on an inexact value (as `awele search`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def best_command(position, moves, directory, depth, seconds, nodes, max_tables, hash_mb, as_json):
+def best_command(position, moves, directory, depth, seconds, nodes, max_tables, hash_mb, cycles, bounds, as_json):
     """The value of POSITION and of every legal move; the best ones marked.
 
-    Above the tables it searches instead (tables' repetition convention), and
-    says whether the value it found is exact.
+    Above the tables it searches instead, with the same repetition rule and
+    progress lines as `awele search`: half the time for the position, half
+    shared by its moves, and says which values are exact.
     """
     pos = parse_position(position, moves)
     if pos.is_over():
@@ -523,14 +542,27 @@ def best_command(position, moves, directory, depth, seconds, nodes, max_tables, 
         return
     with _open_tablebase(directory, pos, quiet=as_json) as tablebase:
         if not tablebase.has_layer(pos.seeds):
-            limits = _limits(depth, seconds, nodes, 10)
-            result = _searcher(tablebase.directory, max_tables, hash_mb).search(
-                pos, depth=limits[0], time=limits[1], nodes=limits[2], cycles="split"
-            )
+            depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
+            subject = _parse_game(position, moves)
+            searcher = _searcher(tablebase.directory, max_tables, hash_mb)
+            half_time = None if seconds is None else seconds / 2
+            half_nodes = None if nodes is None else max(1, nodes // 2)
+            result = searcher.search(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles,
+                                     bounds=bounds, progress=None if as_json else _report_depth)
+            move_values = searcher.move_values(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles)
+            best = max(v for _, _, v, _ in move_values)
             if as_json:
-                emit_json(_search_dict(result))
-            else:
-                _echo_search(result)
+                data = _search_dict(result)
+                data["moves"] = [{"move": m, "captured": c, "value": v, "exact": e, "best": v == best}
+                                 for m, c, v, e in move_values]
+                emit_json(data)
+                return
+            _echo_search(result)
+            click.echo("every move, searched with a share of the limits:")
+            for move, captured, value, exact in move_values:
+                mark = "*" if value == best else " "
+                capture = f"  captures {captured}" if captured else ""
+                click.echo(f"  {mark} {move}  {value:+d} {'exact' if exact else 'estimate'}{capture}")
             return
         value = tablebase.value(pos)
         moves_list = tablebase.moves(pos)
@@ -544,7 +576,7 @@ def best_command(position, moves, directory, depth, seconds, nodes, max_tables, 
                 "to_move": pos.to_move,
                 "seeds": pos.seeds,
                 "value": value,
-                "predicted_result": list(predicted),
+                "predicted_result": [_seeds(x) for x in predicted],
                 "outcome": "draw" if predicted[0] == predicted[1] else ("S" if predicted[0] > predicted[1] else "N"),
                 "moves": [
                     {"move": m.move, "captured": m.captured, "value": m.value, "best": m.value == best}
@@ -601,7 +633,7 @@ def line(position, moves, max_plies, directory, as_json):
                 "captures": result.captures,
                 "end": result.end_reason,
                 "result": list(result.result) if result.result else None,
-                "predicted_result": list(predicted),
+                "predicted_result": [_seeds(x) for x in predicted],
             }
         )
         return
@@ -612,9 +644,11 @@ def line(position, moves, max_plies, directory, as_json):
         extra = f"  captures {captured}" if captured else ""
         click.echo(f"{number:4d}. {who:5s} {move}{extra}")
         side = "N" if side == "S" else "S"
-    click.echo(f"ends: {result.end_reason}" + (f"; {_score_text(pos, result.result)}" if result.result else ""))
-    if result.end_reason == "repetition":
-        click.echo("(the tables score endless play as an even split; the true rule applied at the repetition)")
+    ending = f"ends: {result.end_reason}" + (f"; {_score_text(pos, result.result)}" if result.result else "")
+    if result.end_reason == "repetition" and result.result and tuple(result.result) != tuple(predicted):
+        ending += (f"; not the {_score_text(pos, predicted).split(' (')[0]} the value {result.value:+d} predicts: "
+                   "the tables score endless play as an even split, the true rule gives each side its own seeds")
+    click.echo(ending)
 
 
 @cli.command()

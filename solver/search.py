@@ -61,6 +61,7 @@ from .position import HOUSE_LETTERS, Game, Position  # noqa: F401 (Position: the
 from .probe import Tablebase, _as_position, _value_packed
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 
+BOUNDS_TIME_SHARE = 0.25  # of a time limit spent deepening when bounds are asked for (they cost about 3x that)
 MAX_PLY = 120  # deepest iteration; the stack has room for this plus the history
 MAX_HISTORY = 256  # positions before the root that can repeat
 INFINITE = 1000  # beyond any score (|d| <= 48)
@@ -692,6 +693,42 @@ class Searcher:
         _keep_component(values, movers, opponents, fixed, seeds, self._partial, self._partial_starts)
         return "solved", int(values[0]), int(size)
 
+    def move_values(self, position, depth=None, time=None, nodes=None, cycles="own"):
+        """Every legal move's value by search: [(letter, captured, value, exact)].
+
+        A move's value is the seeds it captures minus the value of the
+        position it leads to, searched with `depth` - 1 plies, or a share of
+        `time` / `nodes` each; a move that ends the game is worth what the
+        end gives. A Game's history counts for repetitions ("own" rule).
+        """
+        game = position if isinstance(position, Game) else Game(_as_position(position))
+        current = game.position
+        moves = game.legal_moves()
+        share = max(1, len(moves))
+        mover_before = current.mover_captured()[0]
+        other_before = current.mover_captured()[1]
+        values = []
+        for move in moves:
+            captured = game.play(move)
+            try:
+                if game.is_over():
+                    final = game.result()
+                    mine, theirs = (final if current.to_move == "S" else final[::-1])
+                    value, exact = (mine - mover_before) - (theirs - other_before), True
+                else:
+                    result = self.search(
+                        game,
+                        depth=None if depth is None else max(1, depth - 1),
+                        time=None if time is None else time / share,
+                        nodes=None if nodes is None else max(1, nodes // share),
+                        cycles=cycles,
+                    )
+                    value, exact = captured - result.value, result.exact
+            finally:
+                game.undo()
+            values.append((move, captured, value, exact))
+        return values
+
     def search(self, position, depth=None, time=None, nodes=None, cycles="own", history=None, bounds=False,
                progress=None):
         """Search `position` (a Position, its notation, or a Game, whose history
@@ -704,8 +741,9 @@ class Searcher:
         `bounds`: when the value is not exact, search the deepest finished
         depth twice more, with every horizon leaf scored as the worst and
         then the best case for the mover (-n, +n seeds), which gives proven
-        lower and upper bounds. Each costs about one more iteration, beyond
-        the limits.
+        lower and upper bounds. They cost about three times the deepening;
+        with a time limit, deepening stops at a quarter of it so that the
+        bounds fit in the rest, roughly (a depth or node limit is exceeded).
 
         `progress`, if given, is called after each finished iteration as
         progress(depth, value, exact, nodes so far, seconds so far).
@@ -732,7 +770,11 @@ class Searcher:
         if position.is_over():
             raise GameOverError(f"the game is over in {position} ({position.terminal_rule()})")
         started = _time.perf_counter()
-        deadline = started + time if time is not None else None
+        # Bounds cost two more searches of the deepest depth, with wide
+        # windows: about three times what deepening took. With a time limit,
+        # deepening gets a quarter of it, so that the whole search keeps
+        # roughly to the limit.
+        deadline = started + time * (BOUNDS_TIME_SHARE if bounds else 1.0) if time is not None else None
         result = SearchResult(position, cycles)
 
         if self._tt_cycles != cycles:

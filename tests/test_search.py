@@ -284,9 +284,13 @@ def test_best_falls_back_to_search_above_the_tables(table_dir):
     data = json.loads(result.output)
     assert data["source"] == "search" and data["depth"] == 6 and data["exact"] is False
     assert data["move"] in Position.from_string(position).legal_moves()
+    # Every legal move gets a value, with the same repetition rule as `awele search`.
+    assert [m["move"] for m in data["moves"]] == Position.from_string(position).legal_moves()
+    assert data["cycles"] == "own" and any(m["best"] for m in data["moves"])
     text = runner.invoke(cli, ["best", position, "--dir", table_dir, "--nodes", "20000"])
     assert text.exit_code == 0, text.output
-    assert "best move:" in text.output and "estimate" in text.output
+    assert "best move:" in text.output and "estimate" in text.output and "repetition: own" in text.output
+    assert "every move" in text.output and "depth   1" in text.output  # the per-depth progress of search
 
 
 def test_play_searches_above_the_tables(table_dir):
