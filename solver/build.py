@@ -13,12 +13,15 @@ with flock for the build's life. A layer whose file exists and checks out is
 reused, so a killed build resumes at the first layer it had not written.
 """
 
+from __future__ import annotations
+
 import errno
 import fcntl
 import os
 import re
 import resource
 import time
+from collections.abc import Callable
 
 import numba
 
@@ -37,7 +40,7 @@ PLAN_LIMIT = index.MAX_SEEDS
 # Memory ----------------------------------------------------------------------------
 
 
-def parse_memory(text):
+def parse_memory(text: str) -> int:
     """Bytes of a size such as '20G', '20GiB', '512M', '1.5T' or a plain number of bytes.
 
     >>> parse_memory("20G") == 20 * 2**30, parse_memory("512MiB") == 512 * 2**20
@@ -133,7 +136,7 @@ def measured_rates(directory):
     return rate, file_bytes, source
 
 
-def plan(max_seeds, budget=None, directory=None):
+def plan(max_seeds: int, budget: int | None = None, directory: str | None = None) -> dict:
     """Per layer 0..max_seeds: positions, working and peak memory, exit passes,
     file size and build time estimates under `budget` (dicts), and what the
     estimates rest on."""
@@ -288,7 +291,9 @@ def build_layer(seeds, directory, store, budget, rows, progress=None, loaded=Non
     return stats
 
 
-def build(max_seeds, directory=None, threads=None, memory=None, report=None, progress=None, store=None):
+def build(max_seeds: int, directory: str | None = None, threads: int | None = None, memory: int | None = None,
+          report: Callable[[dict], None] | None = None, progress: Callable | None = None,
+          store: LayerStore | None = None) -> LayerStore:
     """Build every missing layer 0..max_seeds in order; reuse the valid ones.
 
     `memory` is the budget in bytes (default: available memory less a
@@ -345,7 +350,7 @@ def load_layers(directory, layers, store=None):
     return store
 
 
-def verify(directory, seeds, store=None, limit=10):
+def verify(directory: str, seeds: int, store: LayerStore | None = None, limit: int = 10) -> tuple[int, list]:
     """Re-check every position of layer `seeds` against its moves.
 
     d(s) must be the best over moves of captured - d(child) (children in the

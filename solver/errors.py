@@ -37,8 +37,10 @@ class MissingTableError(TableError, KeyError):
         return str(self.args[0]) if self.args else "missing table"
 
 
-class CorruptTableError(TableError, ValueError):
-    """A table file that is truncated, damaged or fails its checksum."""
+class CorruptTableError(TableError, OSError, ValueError):
+    """A table file that is truncated, damaged or fails its checksum. An
+    OSError (the file is bad, as python-chess reports it) whose message names
+    the path, and a ValueError for callers that caught it as one before."""
 
 
 class TableMismatchError(TableError, ValueError):

@@ -15,6 +15,8 @@ packed mover view those kernels work on.
 '4-4-4-4-4-0/5-5-5-5-4-4 N 0:0'
 """
 
+from __future__ import annotations
+
 import re
 
 import numpy as np
@@ -85,12 +87,12 @@ class Position:
     # Construction -----------------------------------------------------------------
 
     @classmethod
-    def initial(cls):
+    def initial(cls) -> "Position":
         """The opening position: four seeds in every house, South to move."""
         return cls((4,) * 12, SOUTH, (0, 0))
 
     @classmethod
-    def from_string(cls, text):
+    def from_string(cls, text: str) -> "Position":
         """Parse the canonical form or a list of 12 integers.
 
         The canonical form is ``A-B-C-D-E-F/a-b-c-d-e-f SIDE S:N``; the side
@@ -132,22 +134,22 @@ class Position:
     # Views ------------------------------------------------------------------------
 
     @property
-    def houses(self):
+    def houses(self) -> tuple[int, ...]:
         """The twelve house counts, A..F then a..f."""
         return self._houses
 
     @property
-    def to_move(self):
+    def to_move(self) -> str:
         """'S' or 'N'."""
         return self._to_move
 
     @property
-    def captured(self):
+    def captured(self) -> tuple[int, int]:
         """Seeds captured so far, (South, North)."""
         return self._captured
 
     @property
-    def seeds(self):
+    def seeds(self) -> int:
         """Seeds on the board."""
         return sum(self._houses)
 
@@ -172,7 +174,7 @@ class Position:
         south, north = self._captured
         return (south, north) if self._to_move == SOUTH else (north, south)
 
-    def key(self):
+    def key(self) -> tuple:
         """What identifies the position for the repetition rule: houses and side to move."""
         return self._houses, self._to_move
 
@@ -207,7 +209,7 @@ class Position:
             )
         raise IllegalMoveError(f"unknown house {letter!r}: houses are A-F (South) and a-f (North)")
 
-    def play_capture(self, move):
+    def play_capture(self, move: str | int) -> tuple["Position", int]:
         """Play a move; return (new position, seeds captured by the move)."""
         if self.is_over():
             raise GameOverError(f"the game is over in {self}")
@@ -230,7 +232,7 @@ class Position:
         """The position after `move` (a letter of the side to move, or a house 0..5)."""
         return self.play_capture(move)[0]
 
-    def terminal_rule(self):
+    def terminal_rule(self) -> str | None:
         """Why the game is over before the mover plays, or None.
 
         One of '25 seeds', '24-24', 'no feeding move' (rule 5), 'no seeds to
@@ -294,7 +296,7 @@ class Position:
     def __hash__(self):
         return hash((self._houses, self._to_move, self._captured))
 
-    def diagram(self):
+    def diagram(self) -> str:
         """The board as in RULES.md: North's f..a on top, South's A..F below.
 
         >>> print(Position.initial().diagram())
@@ -318,6 +320,15 @@ class Position:
                 f"South  captured {self._captured[0]}{marks[SOUTH]}",
             ]
         )
+
+
+def as_position(position: "Position | str") -> "Position":
+    """A Position from a Position or its notation; InvalidPositionError otherwise."""
+    if isinstance(position, Position):
+        return position
+    if isinstance(position, str):
+        return Position.from_string(position)
+    raise InvalidPositionError(f"expected a Position or its notation, got {type(position).__name__}")
 
 
 def outcome_of(scores):
@@ -361,7 +372,7 @@ class Game:
         return f"Game({str(self.start)!r}, moves={record!r}, position={str(self.position)!r})"
 
     @classmethod
-    def from_record(cls, text, start=None):
+    def from_record(cls, text: str, start: "Position | None" = None) -> "Game":
         """Replay a record such as ``1. F b 2. D a`` (numbers and annotations ignored)."""
         game = cls(start)
         for move in parse_record(text):
@@ -397,7 +408,7 @@ class Game:
         """'S', 'N', 'draw' or None."""
         return outcome_of(self.result())
 
-    def legal_moves(self):
+    def legal_moves(self) -> list[str]:
         """Legal moves now (none once the game is over)."""
         return [] if self.is_over() else self.position.legal_moves()
 
@@ -414,7 +425,7 @@ class Game:
         self._seen.add(position.key())
         return captured
 
-    def undo(self):
+    def undo(self) -> str:
         """Take back the last move; return it."""
         if not self.moves:
             raise IllegalMoveError("no move to take back")
@@ -424,7 +435,7 @@ class Game:
         self._seen = {p.key() for p in self.positions}
         return self.moves.pop()
 
-    def record(self):
+    def record(self) -> str:
         """The moves as a record: ``1. F b 2. D a``."""
         parts = []
         side = self.start.to_move
@@ -457,7 +468,7 @@ def parse_record(text):
 MAX_PERFT_DEPTH = 40  # the kernel recurses once a ply; deeper counts would take years anyway
 
 
-def perft(position, depth):
+def perft(position: "Position | str", depth: int) -> int:
     """Leaves of the game tree `depth` plies below `position` (bulk-counted at the last ply).
 
     A position where the game is over has no children (repetitions are ignored).

@@ -11,14 +11,17 @@ one ply of lookup. A layer that is not built raises MissingTableError naming
 the command that builds it.
 """
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 import numpy as np
 from numba import njit
 
 from . import index, tables
 from .errors import GameOverError, InvalidPositionError, MissingTableError
-from .position import HOUSE_LETTERS, Game, Position
+from .position import HOUSE_LETTERS, Game, Position, as_position
 from .layers import LayerStore
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play, terminal_value
 
@@ -27,7 +30,7 @@ CACHE_CHUNKS = 64  # checked chunks kept per open file (64 of 256 Ki positions: 
 
 
 @njit(cache=True)
-def _value_packed(mover, opponent, flat, starts, loaded):
+def value_packed(mover, opponent, flat, starts, loaded):
     """d of a packed position from the loaded layers; one ply when outside the index.
 
     Returns NOT_TERMINAL (127) when a layer it needs is not loaded.
@@ -61,7 +64,7 @@ def _values(boards, flat, starts, loaded, out):
     a layer not loaded, or -1."""
     for i in range(boards.shape[0]):
         mover, opponent = pack(boards[i])
-        value = _value_packed(mover, opponent, flat, starts, loaded)
+        value = value_packed(mover, opponent, flat, starts, loaded)
         if value == NOT_TERMINAL:
             return i
         out[i] = value
@@ -109,7 +112,7 @@ class Tablebase:
     probes and whole for :meth:`values`.
     """
 
-    def __init__(self, directory=None):
+    def __init__(self, directory: str | os.PathLike | None = None):
         self.directory = directory or tables.default_directory()
         self._readers = {}
         self._store = LayerStore(0)  # the layers read whole, as the builder holds them
@@ -132,11 +135,11 @@ class Tablebase:
         self._readers.clear()
         self._store = LayerStore(0)
 
-    def layers(self):
+    def layers(self) -> list[int]:
         """Seed counts with a table file in the folder."""
         return tables.built_layers(self.directory)
 
-    def has_layer(self, seeds):
+    def has_layer(self, seeds: int) -> bool:
         return os.path.isfile(tables.table_path(self.directory, seeds))
 
     @property
@@ -144,14 +147,14 @@ class Tablebase:
         """The LayerStore holding the layers read whole (kernels read its arrays())."""
         return self._store
 
-    def loaded_layers(self):
+    def loaded_layers(self) -> list[int]:
         """Seed counts held in memory, ascending."""
         return self._store.layers()
 
-    def is_loaded(self, seeds):
+    def is_loaded(self, seeds: int) -> bool:
         return bool(self._store.loaded[seeds])
 
-    def load(self, seeds):
+    def load(self, seeds: int) -> None:
         """Read layer `seeds` whole into memory (every chunk's CRC and the
         histogram checked).
 
@@ -195,14 +198,14 @@ class Tablebase:
             if mask & (1 << h)
         )
 
-    def get(self, position, default=None):
+    def get(self, position: Position | str, default: Any = None) -> Any:
         """The value of `position`, or `default` when a layer it needs is not built."""
         try:
             return self.value(position)
         except MissingTableError:
             return default
 
-    def value(self, position):
+    def value(self, position: Position | str) -> int:
         """d for the side to move: seeds it will capture from now on minus the other side's.
 
         Raises MissingTableError when a needed layer is not built, and
@@ -211,20 +214,20 @@ class Tablebase:
         own side, whatever the board's table entry says. A position ended by
         rule 5 or 6 has its terminal value.
         """
-        position = _as_position(position)
+        position = as_position(position)
         _refuse_finished(position)
         return self._analysed_value(position.analysis())
 
-    def move_values(self, position):
+    def move_values(self, position: Position | str) -> dict[str, int]:
         """{move letter: value of the position for the mover after that move}.
 
         A move's value is the seeds it captures minus the child's value.
         """
         return {m.move: m.value for m in self.moves(position)}
 
-    def moves(self, position):
+    def moves(self, position: Position | str) -> list[MoveValue]:
         """Every legal move as a MoveValue (letter, seeds captured, value), in sowing order."""
-        position = _as_position(position)
+        position = as_position(position)
         if position.is_over():
             return []
         mask, _, seeds, _, captured, _, child_ranks = position.analysis()
@@ -235,7 +238,7 @@ class Tablebase:
             if mask & (1 << h)
         ]
 
-    def best_moves(self, position):
+    def best_moves(self, position: Position | str) -> list[str]:
         """The letters of the moves that keep the position's value."""
         moves = self.moves(position)
         if not moves:
@@ -243,7 +246,7 @@ class Tablebase:
         best = max(m.value for m in moves)
         return [m.move for m in moves if m.value == best]
 
-    def values(self, boards):
+    def values(self, boards: np.ndarray) -> np.ndarray:
         """Vectorised d of an (N, 12) uint8 array of mover-view boards -> int8 array.
 
         Every layer needed is read whole into memory.
@@ -354,7 +357,7 @@ class Tablebase:
             frontier = following
         return rank
 
-    def line(self, position, max_plies=200):
+    def line(self, position: Position | str, max_plies: int = 200) -> Line:
         """The perfect-play line from `position` as a Line.
 
         Both sides play best moves. The winning side plays toward leaving the
@@ -364,7 +367,7 @@ class Tablebase:
         (a position met a second time ends the game, each side taking the
         seeds on its own side), or after max_plies.
         """
-        position = _as_position(position)
+        position = as_position(position)
         if position.is_over():
             line = Line(position, None)
             line.end_reason = position.terminal_rule()
@@ -405,10 +408,10 @@ class Tablebase:
         line.result = game.result()
         return line
 
-    def predicted_result(self, position):
+    def predicted_result(self, position: Position | str) -> tuple[float, float]:
         """Final (South, North) seed totals the value predicts: captured so far
         plus (n + d) / 2 for the mover (a half seed only from endless play)."""
-        position = _as_position(position)
+        position = as_position(position)
         if position.is_over():
             return position.result()
         d = self.value(position)
@@ -428,14 +431,6 @@ def _refuse_finished(position):
         south, north = position.result()
         raise GameOverError(f"the game is over in {position} ({position.terminal_rule()}): "
                             f"final score South {south}, North {north}")
-
-
-def _as_position(position):
-    if isinstance(position, Position):
-        return position
-    if isinstance(position, str):
-        return Position.from_string(position)
-    raise InvalidPositionError(f"expected a Position or its notation, got {type(position).__name__}")
 
 
 __all__ = ["Line", "MoveValue", "Tablebase", "HOUSE_LETTERS"]

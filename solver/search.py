@@ -47,7 +47,10 @@ capture) by the same staged retrograde analysis as the builder, on an
 explicit graph, and keeps the values it finds for later searches.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Callable
 import time as _time
 
 import numpy as np
@@ -57,8 +60,8 @@ from . import index, retrograde
 from .intrinsics import prefetch_row
 from .errors import GameOverError, MissingTableError, SearchError
 from .layers import available_memory
-from .position import HOUSE_LETTERS, Game, Position  # noqa: F401 (Position: the doctest)
-from .probe import Tablebase, _as_position, _value_packed
+from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
+from .probe import Tablebase, value_packed
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 
 BOUNDS_TIME_SHARE = 0.25  # of a time limit spent deepening when bounds are asked for (they cost about 3x that)
@@ -89,7 +92,7 @@ def known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_s
     """d of a non-terminal position from the tables or solved components, or
     NOT_TERMINAL when neither knows it."""
     if loaded[seeds]:
-        return _value_packed(mover, opponent, flat, starts, loaded)
+        return value_packed(mover, opponent, flat, starts, loaded)
     if partial_starts[seeds + 1] > partial_starts[seeds] and index.packed_in_index(opponent):
         stored = partial[partial_starts[seeds] + index.rank_packed(mover, opponent, seeds)]
         if stored != 0:
@@ -666,7 +669,7 @@ class Searcher:
 
     def known(self, position):
         """d of a position from the tables in memory or a solved component, else None."""
-        position = _as_position(position)
+        position = as_position(position)
         mover, opponent = position.packed()
         if legal_mask(mover, opponent) == 0:
             return int(terminal_value(mover, opponent))
@@ -677,7 +680,7 @@ class Searcher:
         """Solve the positions reachable from `position` without a capture (split
         convention). Returns (status, value, positions); status "solved",
         "too large" or "missing table"."""
-        position = _as_position(position)
+        position = as_position(position)
         seeds = position.seeds
         if index.layer_size(seeds) > (1 << 31):
             return "too large", None, 0
@@ -693,7 +696,8 @@ class Searcher:
         _keep_component(values, movers, opponents, fixed, seeds, self._partial, self._partial_starts)
         return "solved", int(values[0]), int(size)
 
-    def move_values(self, position, depth=None, time=None, nodes=None, cycles="own"):
+    def move_values(self, position: Position | Game | str, depth: int | None = None, time: float | None = None,
+                    nodes: int | None = None, cycles: str = "own") -> list[tuple[str, int, int, bool]]:
         """Every legal move's value by search: [(letter, captured, value, exact)].
 
         A move's value is the seeds it captures minus the value of the
@@ -701,7 +705,7 @@ class Searcher:
         `time` / `nodes` each; a move that ends the game is worth what the
         end gives. A Game's history counts for repetitions ("own" rule).
         """
-        game = position if isinstance(position, Game) else Game(_as_position(position))
+        game = position if isinstance(position, Game) else Game(as_position(position))
         current = game.position
         moves = game.legal_moves()
         share = max(1, len(moves))
@@ -729,8 +733,9 @@ class Searcher:
             values.append((move, captured, value, exact))
         return values
 
-    def search(self, position, depth=None, time=None, nodes=None, cycles="own", history=None, bounds=False,
-               progress=None):
+    def search(self, position: Position | Game | str, depth: int | None = None, time: float | None = None,
+               nodes: int | None = None, cycles: str = "own", history: list | None = None, bounds: bool = False,
+               progress: Callable | None = None) -> SearchResult:
         """Search `position` (a Position, its notation, or a Game, whose history
         then counts for repetitions) and return a SearchResult.
 
@@ -766,7 +771,7 @@ class Searcher:
             position = game.position
             if history is None:
                 history = game.positions[:-1]
-        position = _as_position(position)
+        position = as_position(position)
         if position.is_over():
             raise GameOverError(f"the game is over in {position} ({position.terminal_rule()})")
         started = _time.perf_counter()
@@ -949,7 +954,7 @@ def _fill_history(path_mover, path_opponent, history, position):
     seeds = position.seeds
     recent = []
     for earlier in reversed(list(history)):
-        earlier = _as_position(earlier)
+        earlier = as_position(earlier)
         if earlier.seeds != seeds:
             break
         recent.append(earlier)
