@@ -105,3 +105,33 @@ def test_a_damaged_chunk_index_entry_is_refused_not_read_as_zeros(layer13, tmp_p
     with Tablebase(str(tmp_path)) as tablebase:
         with pytest.raises(TableError):
             tablebase._lookup(SEEDS, 3 * tables.CHUNK + 5)
+
+
+@pytest.mark.parametrize("damage", ["seeds as an array", "histogram missing", "histogram a string",
+                                    "histogram wrong size", "checksums damaged"])
+def test_malformed_attributes_are_named_errors(layer13, tmp_path, damage):
+    source, _ = layer13
+    path = tables.table_path(str(tmp_path), SEEDS)
+    shutil.copyfile(source, path)
+    with h5py.File(path, "r+") as handle:
+        if damage == "seeds as an array":
+            handle.attrs["seeds"] = np.array([SEEDS, SEEDS])
+        elif damage == "histogram missing":
+            del handle.attrs["histogram"]
+        elif damage == "histogram a string":
+            handle.attrs["histogram"] = "many"
+        elif damage == "histogram wrong size":
+            handle.attrs["histogram"] = np.zeros(3, dtype=np.int64)
+        else:
+            handle.attrs[tables.CRC_ATTRIBUTE] = np.uint32(1)
+    with pytest.raises(TableError, match="awele-13.h5"):
+        tables.load_values(str(tmp_path), SEEDS)
+    assert tables.table_info(str(tmp_path), SEEDS)["status"] in ("corrupt", "mismatch")
+
+
+def test_stray_and_oddly_named_files_are_not_layers(tmp_path):
+    for name in ("awele-99.h5", "awele-012.h5", "awele-1.h5", "notes.txt", "awele-07.h5.tmp-12"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "awele-05.h5").write_text("not hdf5")
+    assert tables.built_layers(str(tmp_path)) == [5]
+    assert tables.table_info(str(tmp_path), 5)["status"] == "corrupt"
