@@ -251,7 +251,7 @@ def _make_room(store, keep, need, budget, working):
         store.drop(seeds)
 
 
-def build_layer(seeds, directory, store, budget, rows, progress=None, loaded=None):
+def build_layer(seeds, directory, store, budget, rows, progress=None):
     """Solve layer `seeds` in `store` within `budget` and write its file; return stats."""
     working = working_bytes(seeds)
     wanted = set(retrograde.exit_layers(seeds))
@@ -272,8 +272,6 @@ def build_layer(seeds, directory, store, budget, rows, progress=None, loaded=Non
         for m in group:
             if not store.loaded[m]:
                 _load(directory, store, m)
-                if loaded:
-                    loaded(m)
         load_seconds += time.perf_counter() - started
         solver.exits(group)
     stats = solver.solve(progress)
