@@ -11,15 +11,28 @@ time and the speed-up from 1 to T threads, measured by solving layer K
 in one run. Without --dir the build goes to a temporary folder. The first
 layers include numba's start-up (compilation or cache loading).
 
+--processes P compares the distributed build with the single-process one:
+layers 0..N built once by one process with T threads and once by
+`mpiexec -n P` processes with T // P threads each (so both use the same
+cores), each under /usr/bin/time -v for the peak RSS; it prints both runs'
+per-layer rows, then the overhead ratio (distributed / single seconds),
+the bytes exchanged per position, the share of time spent communicating,
+and whether every layer's values agree.
+
 --recorded D reads, for every layer in D, the build time, threads, peak RSS
 and exit passes each file recorded when it was built, and the bytes a
 position on disk: the per-layer rates of builds too long to repeat here.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import platform
+import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -46,6 +59,69 @@ def recorded(directory):
         print(json.dumps(row), flush=True)
 
 
+def _timed_build(command, directory):
+    """Run an `awele build --json` command line under /usr/bin/time -v: (rows, seconds, peak RSS bytes)."""
+    timer = ["/usr/bin/time", "-v"] if os.path.exists("/usr/bin/time") else []
+    started = time.perf_counter()
+    result = subprocess.run(timer + command + ["--dir", directory, "--json", "--quiet"], capture_output=True,
+                            text=True)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{result.stderr}")
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr)
+    return rows, seconds, int(peak.group(1)) * 1024 if peak else None
+
+
+def _digest(directory, seeds):
+    return hashlib.sha256(tables.load_values(directory, seeds).tobytes()).hexdigest()
+
+
+def compare_processes(max_seeds, processes, threads):
+    """The single-process build against `mpiexec -n processes`, on the same cores."""
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        sys.exit("--processes needs mpiexec (pip install 'awele[mpi]')")
+    each = max(1, threads // processes)
+    awele = [sys.executable, "-m", "solver", "build", "--max-seeds", str(max_seeds)]
+    with tempfile.TemporaryDirectory(prefix="awele-bench-") as scratch:
+        single_dir, many_dir = os.path.join(scratch, "single"), os.path.join(scratch, "many")
+        single, single_seconds, single_peak = _timed_build(awele + ["--threads", str(threads)], single_dir)
+        many, many_seconds, many_peak = _timed_build(
+            [mpiexec, "-n", str(processes)] + awele + ["--threads", str(each)], many_dir)
+        for run, rows in (("single", single), ("distributed", many)):
+            for row in rows:
+                print(json.dumps({"benchmark": f"build-{run}", **row}), flush=True)
+        same = all(_digest(single_dir, n) == _digest(many_dir, n) for n in range(max_seeds + 1))
+    positions = sum(index.layer_size(n) for n in range(max_seeds + 1))
+    exchanged = sum(row["bytes_exchanged"] for row in many)
+    layer_seconds = sum(row["seconds"] for row in many)
+    largest = many[-1]
+    summary = {
+        "benchmark": "build-processes",
+        "max_seeds": max_seeds,
+        "positions": positions,
+        "single": {"processes": 1, "threads": threads, "seconds": single_seconds,
+                   "layer_seconds": sum(row["seconds"] for row in single), "peak_rss_bytes": single_peak},
+        "distributed": {"processes": processes, "threads_each": each, "seconds": many_seconds,
+                        "layer_seconds": layer_seconds, "peak_rss_bytes_one_process": many_peak},
+        "overhead_ratio": layer_seconds / sum(row["seconds"] for row in single),
+        "bytes_exchanged": exchanged,
+        "bytes_exchanged_per_position": exchanged / positions,
+        "communication_share": sum(row["communication_seconds"] for row in many) / layer_seconds,
+        "largest_layer": {key: largest[key] for key in ("seeds", "positions", "seconds", "bytes_exchanged_per_position",
+                                                        "communication_share")},
+        "same_values": same,
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
+    print(json.dumps(summary, indent=2))
+    print(f"layers 0..{max_seeds}: 1 process x {threads} threads {summary['single']['layer_seconds']:.1f} s, "
+          f"{processes} processes x {each} {layer_seconds:.1f} s: overhead x{summary['overhead_ratio']:.2f}, "
+          f"{summary['bytes_exchanged_per_position']:.1f} B exchanged a position, "
+          f"{100 * summary['communication_share']:.0f}% of the time communicating; same values: {same}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-seeds", type=int, default=20)
@@ -55,9 +131,14 @@ def main():
     parser.add_argument("--compare-layer", type=int, default=None)
     parser.add_argument("--no-compare", action="store_true", help="skip the 1-thread comparison")
     parser.add_argument("--recorded", metavar="DIR", default=None, help="print what the files of DIR recorded")
+    parser.add_argument("--processes", type=int, default=None,
+                        help="compare with `mpiexec -n P` on the same cores (see above)")
     args = parser.parse_args()
     if args.recorded:
         recorded(args.recorded)
+        return
+    if args.processes:
+        compare_processes(args.max_seeds, args.processes, args.threads)
         return
     budget = build.parse_memory(args.memory) if args.memory else build.default_budget()
 

@@ -25,14 +25,18 @@ from collections.abc import Callable
 
 import numba
 
-from . import index, retrograde, tables
+from . import distributed, index, retrograde, tables
 from .errors import BuildError, CorruptTableError, TableMismatchError, TableWriteError
 from .layers import LayerStore, available_memory
+from .rules import ROW
 
 BASE_BYTES = 512 << 20  # the process itself: interpreter, numba, HDF5, row tables
 MEMORY_MARGIN = 1 << 30  # left to the system when the budget is not given
 DEFAULT_RATE = 4.0e6  # positions/s a layer is built at on 2 cores when no build has been measured
 DEFAULT_FILE_BYTES = 0.45  # bytes a position on disk when no file has been measured
+DEFAULT_BANDWIDTH = 1.25e9  # bytes a second a process can exchange: 10 Gb/s Ethernet, one process a node
+DEFAULT_EXCHANGE = 40.0  # bytes exchanged a position as processes grow many (measured: see docs/CLUSTER.md)
+DEFAULT_OVERHEAD = 1.0  # distributed / single-process seconds on the same cores (measured: see docs/CLUSTER.md)
 LOCK_NAME = ".awele-build.lock"
 PLAN_LIMIT = index.MAX_SEEDS
 
@@ -62,16 +66,32 @@ def default_budget():
 
 
 def working_bytes(seeds):
-    """Memory of the layer in work: 1.5 bytes a position (see solver.retrograde)."""
-    size = index.layer_size(seeds)
-    return size + (size + 1) // 2 + 2 * ((size + retrograde.BLOCK - 1) // retrograde.BLOCK)
+    """Memory of the layer in work: 1.5 bytes a position (tables.working_bytes)."""
+    return tables.working_bytes(seeds)
 
 
 def least_bytes(seeds):
     """The smallest budget that builds layer `seeds`: the process, the working
-    state and the largest smaller layer (one exit pass per smaller layer)."""
-    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
-    return BASE_BYTES + working_bytes(seeds) + largest
+    state and the largest smaller layer (tables.build_memory_bytes, which the
+    missing-table advice quotes)."""
+    return BASE_BYTES + tables.build_memory_bytes(seeds)
+
+
+def process_bytes(seeds, processes, threads=1, outbox=None, batch=None):
+    """Memory of one of `processes` processes building layer `seeds`
+    (solver.distributed): the process, its slice of the working state, its
+    slices of layers n-15..n-1 (the smaller layers are partitioned, and the
+    one just below is kept for the next layer) and its exchange buffers."""
+    outbox = distributed.OUTBOX if outbox is None else outbox
+    batch = distributed.EXIT_BATCH if batch is None else batch
+    share = lambda size: -(-size // processes)  # noqa: E731
+    smaller = sum(share(index.layer_size(m)) for m in range(max(0, seeds - retrograde.MAX_CAPTURE), seeds))
+    buffers = 0
+    if processes > 1:
+        # Outboxes, their concatenation and grouping, and what arrives (as much again).
+        buffers = 4 * 8 * threads * (outbox + retrograde.BATCH + retrograde.MAX_PREDECESSORS)
+    buffers += batch * ROW * (8 + 1) * 3  # exit requests: keys and gains, asked, answered
+    return BASE_BYTES + share(working_bytes(seeds)) + smaller + buffers
 
 
 def largest_layer(budget):
@@ -166,6 +186,86 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
         rows.append(row)
     return {"budget_bytes": budget, "rate": rate, "file_bytes_per_position": file_bytes, "measured_on": source,
             "largest_layer": largest_layer(budget), "layers": rows}
+
+
+def measured_exchange(directory):
+    """(bytes exchanged a position as the processes grow many, overhead of the
+    distributed build on the same cores, what they rest on): from the largest
+    layer in `directory` built by several processes, else the defaults."""
+    for seeds in reversed(tables.built_layers(directory)):
+        info = tables.table_info(directory, seeds)
+        if info["status"] != "ok":
+            continue
+        with tables.open_table(directory, seeds) as handle:
+            processes = int(handle.attrs.get("processes", 1))
+            exchanged = handle.attrs.get("bytes_exchanged")
+        if processes > 1 and exchanged is not None:
+            # X_P = c (P - 1) / P: a random predecessor or capture is elsewhere with odds (P - 1) / P.
+            per_position = float(exchanged) / info["positions"] * processes / (processes - 1)
+            return per_position, DEFAULT_OVERHEAD, f"layer {seeds} in {directory} ({processes} processes)"
+    return DEFAULT_EXCHANGE, DEFAULT_OVERHEAD, "default"
+
+
+def cluster_plan(max_seeds: int, processes: int, memory_per_process: int, directory: str | None = None,
+                 threads: int = 1, bandwidth: float = DEFAULT_BANDWIDTH) -> dict:
+    """The distributed build of layers 0..max_seeds on `processes` processes
+    with `memory_per_process` bytes each, as a model (see docs/CLUSTER.md):
+    per layer, the memory of each process, whether it fits, the bytes
+    exchanged, the file size and the wall time; the smallest number of such
+    processes that builds the largest layer; and what the figures rest on.
+
+    Time of a layer: positions x overhead / (rate x processes), the rate
+    being one machine's like this one's (measured_rates) and the overhead the
+    distributed build's on the same cores, plus its exchange at `bandwidth`
+    bytes a second a process. Bytes exchanged: c (P - 1) / P a position.
+    """
+    directory = directory or tables.default_directory()
+    rate, file_bytes, source = measured_rates(directory)
+    exchange, overhead, exchange_source = measured_exchange(directory)
+    rows = []
+    for seeds in range(max_seeds + 1):
+        size = index.layer_size(seeds)
+        need = process_bytes(seeds, processes, threads)
+        exchanged = size * exchange * (processes - 1) / processes
+        compute = size * (overhead if processes > 1 else 1.0) / (rate * processes)
+        rows.append({
+            "seeds": seeds,
+            "positions": size,
+            "process_bytes": need,
+            "fits": need <= memory_per_process,
+            "bytes_exchanged": int(exchanged),
+            "file_bytes": int(size * file_bytes),
+            "seconds": compute + exchanged / processes / bandwidth,
+        })
+    return {
+        "processes": processes,
+        "memory_per_process_bytes": memory_per_process,
+        "threads_per_process": threads,
+        "bandwidth_bytes_per_second": bandwidth,
+        "rate": rate,
+        "rate_measured_on": source,
+        "exchange_bytes_per_position": exchange,
+        "overhead": overhead,
+        "exchange_measured_on": exchange_source,
+        "file_bytes_per_position": file_bytes,
+        "smallest_cluster": {str(seeds): least_processes(seeds, memory_per_process, threads)
+                             for seeds in sorted({max_seeds, index.MAX_SEEDS})},
+        "layers": rows,
+    }
+
+
+def least_processes(seeds, memory_per_process, threads=1):
+    """The fewest processes of `memory_per_process` bytes that build layer `seeds` (None if none can)."""
+    if process_bytes(seeds, 1 << 30, threads) > memory_per_process:
+        return None
+    low, high = 1, 1 << 30
+    while low < high:
+        middle = (low + high) // 2
+        if process_bytes(seeds, middle, threads) <= memory_per_process:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 # Lock ------------------------------------------------------------------------------
@@ -335,6 +435,118 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                 if report:
                     report(row)
     return store
+
+
+def process_memory_message(seeds, processes, budget, threads=1):
+    """One line: what each process needs for layer `seeds` against its budget."""
+    need = process_bytes(seeds, processes, threads)
+    allowed = max((n for n in range(index.MAX_SEEDS + 1) if process_bytes(n, processes, threads) <= budget),
+                  default=-1)
+    reach = f"builds layers up to {allowed}" if allowed >= 0 else "builds no layer"
+    return (f"layer {seeds} needs {need / 2**30:.1f} GiB in each of {processes} processes; the budget of "
+            f"{budget / 2**30:.1f} GiB a process {reach} (use more processes, or more memory each)")
+
+
+class CollectiveError(BuildError):
+    """An error every process of a distributed build raises alike (process 0 reports it)."""
+
+
+def build_distributed(max_seeds: int, directory: str | None = None, exchange=None, threads: int | None = None,
+                      memory: int | None = None, checkpoint_dir: str | None = None, checkpoint_interval: float = 0.0,
+                      report: Callable[[dict], None] | None = None, progress: Callable | None = None,
+                      outbox: int | None = None, batch: int | None = None) -> None:
+    """build() on the processes of `exchange` (solver.distributed; every one
+    calls this): each holds its slice of each layer, process 0 writes the
+    files, which are the same as build()'s. `memory` is the budget of one
+    process; a layer whose slices do not fit raises before any work on it.
+    With `checkpoint_dir`, the working state is saved at stage boundaries
+    (at most every `checkpoint_interval` seconds) and a rerun with as many
+    processes resumes a layer there. report(row), on process 0 only, adds
+    to build()'s fields the processes, bytes exchanged and seconds spent
+    communicating.
+    """
+    exchange = exchange or distributed.world()
+    processes, rank = exchange.size, exchange.rank
+    directory = directory or tables.default_directory()
+    budget = int(memory or default_budget() // exchange.processes_per_node())
+    threads = threads or max(1, (os.cpu_count() or 1) // exchange.processes_per_node())
+    outbox = distributed.OUTBOX if outbox is None else outbox
+    batch = distributed.EXIT_BATCH if batch is None else batch
+    lock = BuildLock(directory)
+    decision = None
+    try:
+        if rank == 0:
+            try:
+                prepare_directory(directory)
+                lock.__enter__()
+                tables.remove_stale_temporaries(directory)
+                missing = [n for n in range(max_seeds + 1) if not _existing_layer_ok(directory, n)]
+                too_big = [n for n in missing if process_bytes(n, processes, threads, outbox, batch) > budget]
+                if too_big:
+                    raise BuildError(process_memory_message(too_big[0], processes, budget, threads))
+                decision = {"missing": missing}
+            except (BuildError, TableWriteError, CorruptTableError, TableMismatchError) as error:
+                decision = {"error": str(error)}
+        decision = exchange.broadcast(decision)
+        if "error" in decision:
+            raise CollectiveError(decision["error"])
+        missing = decision["missing"]
+        with retrograde.thread_count(threads):
+            slices = distributed.Slices(exchange, distributed.all_bounds(max_seeds, processes))
+            checkpoints = distributed.Checkpoints(checkpoint_dir, exchange, checkpoint_interval)
+            rows = index.RowTables(max_seeds).arrays
+            for seeds in range(max_seeds + 1):
+                started = time.perf_counter()
+                sent, talking = exchange.bytes_sent, exchange.seconds
+                row = {"seeds": seeds, "positions": index.layer_size(seeds), "built": seeds in missing,
+                       "processes": processes, "threads": threads}
+                if seeds in missing:
+                    wanted = retrograde.exit_layers(seeds)
+                    slices.keep_only(set(wanted) | {seeds - 1})
+                    for m in wanted:
+                        if m not in slices.values:
+                            slices.load(directory, m)
+                    solver = distributed.SliceSolver(seeds, exchange, slices, rows, outbox, batch)
+                    step = progress and rank == 0 and (lambda step, fraction, n=seeds: progress(n, step, fraction))
+                    stats = solver.solve(checkpoints, step or None)
+                    counts = exchange.sum(tables.histogram(solver.values, seeds))
+                    peak = exchange.maximum(peak_memory_bytes())
+                    layer_bytes = exchange.sum(exchange.bytes_sent - sent)
+                    layer_talk = exchange.sum(int(1e6 * (exchange.seconds - talking))) / 1e6 / processes
+                    written = time.perf_counter()
+                    build_seconds = written - started
+                    if rank == 0:
+                        source = distributed.GatheredLayer(exchange, solver.values, solver.bounds, seeds)
+                        tables.write_table(directory, seeds, source, build_seconds=build_seconds, counts=counts,
+                                           extra={"threads": threads, "processes": processes, "peak_bytes": peak,
+                                                  "exit_passes": 1, "bytes_exchanged": layer_bytes,
+                                                  "communication_seconds": layer_talk})
+                    else:
+                        distributed.send_layer(exchange, solver.values, solver.bounds, seeds)
+                    checkpoints.clear(seeds)
+                    slices.values[seeds] = solver.values
+                    row.update(exit_seconds=stats["exit_seconds"], stage_seconds=stats["stage_seconds"],
+                               write_seconds=time.perf_counter() - written, exit_passes=1,
+                               resumed_at_stage=stats["resumed_at_stage"],
+                               working_bytes=-(-working_bytes(seeds) // processes))
+                seconds = time.perf_counter() - started
+                shared = exchange.gather((exchange.bytes_sent - sent, exchange.seconds - talking, peak_memory_bytes()))
+                if rank == 0:
+                    exchanged = sum(s[0] for s in shared)
+                    talk = sum(s[1] for s in shared) / processes
+                    row.update(
+                        seconds=seconds,
+                        positions_per_second=row["positions"] / seconds if seconds > 0 else None,
+                        peak_bytes=max(s[2] for s in shared),
+                        bytes_exchanged=exchanged,
+                        bytes_exchanged_per_position=exchanged / row["positions"],
+                        communication_seconds=talk,
+                        communication_share=talk / seconds if seconds > 0 else 0.0,
+                    )
+                    if report:
+                        report(row)
+    finally:
+        lock.__exit__()
 
 
 def load_layers(directory, layers, store=None):

@@ -181,28 +181,76 @@ def _budget(memory):
 @cli.command()
 @click.option("--max-seeds", type=click.IntRange(0, 48), required=True, help="Build every layer 0..N.")
 @_directory_option
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Worker threads (default: all cores).")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Worker threads (default: all cores; under MPI, the cores shared by the processes of a machine).")
 @_memory_option
+@click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
+              help="Save each layer's working state at stage boundaries here, so a rerun resumes mid-layer.")
+@click.option("--checkpoint-interval", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              metavar="SECONDS", help="At most one checkpoint per this many seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per layer.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def build(max_seeds, directory, threads, memory, as_json, quiet):
+def build(max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval, as_json, quiet):
     """Build the endgame tables up to N seeds; layers already built are reused.
 
     Each layer takes 1.5 bytes a position while it is built, plus its smaller
     layers (n-15..n-2) at a byte a position, a group at a time when they do
     not all fit in the memory budget (see `awele plan`).
-    """
-    from tqdm import tqdm
 
-    from . import build as builder
-    from . import index, retrograde, tables
+    Under MPI (`mpiexec -n P awele build ...`, with the mpi extra) every
+    process holds a slice of each layer, --memory is each process's budget,
+    and process 0 writes the same files; see docs/CLUSTER.md.
+    """
+    from . import distributed, tables
 
     if threads is not None and threads > (os.cpu_count() or 1):
         raise UserError(f"--threads {threads}: this machine has {os.cpu_count()} cores")
+    if not math.isfinite(checkpoint_interval):
+        raise UserError("--checkpoint-interval must be a finite number of seconds")
     directory = directory or tables.default_directory()
-    budget = _budget(memory)
+    processes = distributed.launched_processes()
+    if processes == 1 and checkpoint_dir is None:
+        _build_here(max_seeds, directory, threads, _budget(memory), as_json, quiet)
+        return
+    exchange = distributed.world() if processes > 1 else distributed.Exchange()
+    try:
+        _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval,
+                           as_json, quiet)
+    except BaseException as error:
+        _distributed_failure(exchange, error)
+
+
+def _distributed_failure(exchange, error):
+    """End a process of a distributed build that failed: an error all
+    processes share is reported once (by process 0), any other by the
+    process that met it, which then stops the whole job (MPI_Abort)."""
+    from . import build as builder
+
+    if isinstance(error, (SystemExit, click.exceptions.Exit)):
+        raise error
+    if isinstance(error, builder.CollectiveError):
+        if exchange.rank == 0:
+            raise UserError(str(error)) from None
+        sys.exit(EXIT_USER_ERROR)
+    if exchange.size == 1:
+        raise error
+    if isinstance(error, KeyboardInterrupt):
+        message = "aborted"
+    elif isinstance(error, (AweleError, click.ClickException, OSError)):
+        message = f"error: process {exchange.rank} of {exchange.size}: " + (
+            error.format_message() if isinstance(error, click.ClickException) else str(error))
+    else:
+        message = f"error: process {exchange.rank} of {exchange.size} failed: {type(error).__name__}: {error}"
+    click.echo(f"awele: {message}", err=True)
+    sys.stderr.flush()
+    exchange.abort(130 if isinstance(error, KeyboardInterrupt) else EXIT_USER_ERROR)
+
+
+def _layer_bars(show_bars):
+    """(bars by layer, progress callback) for tqdm bars of the stages of each layer."""
+    from tqdm import tqdm
+
     bars = {}
-    show_bars = not (quiet or as_json) and sys.stderr.isatty()
 
     def progress(seeds, step, fraction):
         if not show_bars:
@@ -213,6 +261,10 @@ def build(max_seeds, directory, threads, memory, as_json, quiet):
         bar.set_postfix_str(step)
         bar.update(1)
 
+    return bars, progress
+
+
+def _layer_reporter(bars, as_json):
     def report(row):
         bar = bars.pop(row["seeds"], None)
         if bar is not None:
@@ -223,23 +275,71 @@ def build(max_seeds, directory, threads, memory, as_json, quiet):
         if not row["built"]:
             click.echo(f"layer {row['seeds']:2d}: {row['positions']:>13,} positions  present, checked")
             return
-        click.echo(
+        line = (
             f"layer {row['seeds']:2d}: {row['positions']:>13,} positions  {row['seconds']:8.2f} s  "
             f"{row['positions_per_second'] or 0:>12,.0f} positions/s  peak {row['peak_bytes'] / 2**20:8.0f} MiB"
             + (f"  {row['exit_passes']} exit passes" if row.get("exit_passes", 1) > 1 else "")
         )
+        if row.get("processes", 1) > 1:
+            line += (f"  exchanged {row['bytes_exchanged_per_position']:.1f} B/position, "
+                     f"{100 * row['communication_share']:.0f}% communicating")
+        if row.get("resumed_at_stage") is not None:
+            line += f"  (resumed at stage {row['resumed_at_stage']})"
+        click.echo(line)
+
+    return report
+
+
+def _compiling_notice(as_json):
+    from . import retrograde
 
     if not as_json and not retrograde.kernels_cached():
         click.echo(f"compiling the builder's kernels, once (about {retrograde.COMPILE_SECONDS} s; later builds "
                    "start at once)", err=True)
+
+
+def _build_here(max_seeds, directory, threads, budget, as_json, quiet):
+    """The build in this process alone."""
+    from . import build as builder
+    from . import index
+
+    bars, progress = _layer_bars(not (quiet or as_json) and sys.stderr.isatty())
+    _compiling_notice(as_json)
     if not as_json:
         total = sum(index.layer_size(n) for n in range(max_seeds + 1))
         need = max(builder.least_bytes(n) for n in range(max_seeds + 1))
         click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory}; "
                    f"memory budget {budget / 2**30:.1f} GiB, the largest layer needs at least {need / 2**30:.1f} GiB")
     started = time.perf_counter()
-    builder.build(max_seeds, directory, threads=threads, memory=budget, report=report, progress=progress)
+    builder.build(max_seeds, directory, threads=threads, memory=budget, report=_layer_reporter(bars, as_json),
+                  progress=progress)
     if not as_json:
+        click.echo(f"done in {time.perf_counter() - started:.1f} s")
+
+
+def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval, as_json,
+                       quiet):
+    """The build on the processes of `exchange`; only process 0 prints."""
+    from . import build as builder
+    from . import index
+
+    first = exchange.rank == 0
+    budget = _budget(memory) if memory is not None else None
+    bars, progress = _layer_bars(first and not (quiet or as_json) and sys.stderr.isatty())
+    if first:
+        _compiling_notice(as_json)
+    if first and not as_json:
+        total = sum(index.layer_size(n) for n in range(max_seeds + 1))
+        each = f"{budget / 2**30:.1f} GiB" if budget else "the available memory shared"
+        click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory} on {exchange.size} "
+                   f"process{'es' if exchange.size > 1 else ''}; memory budget {each} a process"
+                   + (f"; checkpoints in {checkpoint_dir}" if checkpoint_dir else ""))
+    started = time.perf_counter()
+    builder.build_distributed(max_seeds, directory, exchange, threads=threads, memory=budget,
+                              checkpoint_dir=checkpoint_dir, checkpoint_interval=checkpoint_interval,
+                              report=_layer_reporter(bars, as_json) if first else None,
+                              progress=progress if first else None)
+    if first and not as_json:
         click.echo(f"done in {time.perf_counter() - started:.1f} s")
 
 
@@ -248,16 +348,61 @@ def build(max_seeds, directory, threads, memory, as_json, quiet):
               help="Plan layers 0..N.")
 @_memory_option
 @_directory_option
+@click.option("--processes", type=click.IntRange(min=1), default=None,
+              help="Plan a distributed build on K processes (MPI) instead of this machine alone.")
+@click.option("--memory-per-process", default=None, metavar="SIZE",
+              help="With --processes: each process's memory, e.g. 256G (default: this machine's budget).")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="With --processes: threads a process (default: this machine's cores).")
+@click.option("--bandwidth", type=click.FloatRange(min=0.001), default=1.25, show_default=True, metavar="GB/S",
+              help="With --processes: what each process exchanges a second over the network, in GB/s.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def plan(max_seeds, memory, directory, as_json):
+def plan(max_seeds, memory, directory, processes, memory_per_process, threads, bandwidth, as_json):
     """Per layer: positions, memory, exit passes, file size and time, under a memory budget.
 
     Times and file sizes come from the largest layer built in the tables
     folder (its recorded build time and file size), or from stated defaults.
+    With --processes K: the distributed build, per layer: memory of each
+    process, bytes exchanged, file size and time, and the smallest number
+    of such processes that builds layer 48 (a model: see docs/CLUSTER.md).
     """
     from . import build as builder
 
-    result = builder.plan(max_seeds, _budget(memory), directory)
+    if processes is None:
+        if memory_per_process is not None or threads is not None:
+            raise UserError("--memory-per-process and --threads go with --processes")
+        _plan_here(builder.plan(max_seeds, _budget(memory), directory), max_seeds, as_json)
+        return
+    if memory is not None and memory_per_process is not None:
+        raise UserError("give --memory-per-process (or --memory), not both")
+    each = _budget(memory_per_process if memory_per_process is not None else memory)
+    result = builder.cluster_plan(max_seeds, processes, each, directory, threads=threads or os.cpu_count() or 1,
+                                  bandwidth=bandwidth * 1e9)
+    if as_json:
+        emit_json(result)
+        return
+    gib = 2**30
+    click.echo(f"{processes} processes x {each / gib:.1f} GiB, {result['threads_per_process']} threads each, "
+               f"{bandwidth:g} GB/s each; rate {result['rate']:,.0f} positions/s a process from "
+               f"{result['rate_measured_on']}; {result['exchange_bytes_per_position']:.1f} B exchanged a position "
+               f"(x (K-1)/K) and overhead x{result['overhead']:.2f} from {result['exchange_measured_on']}")
+    click.echo(f"{'seeds':>5} {'positions':>16} {'per process':>12} {'exchanged':>10} {'file':>9} {'time':>10}")
+    total_seconds = total_bytes = 0
+    for row in result["layers"]:
+        total_seconds += row["seconds"]
+        total_bytes += row["file_bytes"]
+        need = f"{row['process_bytes'] / gib:11.1f}G" if row["fits"] else f"{row['process_bytes'] / gib:6.1f}G(!)"
+        click.echo(f"{row['seeds']:>5} {row['positions']:>16,} {need:>12} {row['bytes_exchanged'] / gib:9.1f}G "
+                   f"{row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10}")
+    too_big = [row["seeds"] for row in result["layers"] if not row["fits"]]
+    click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)}, {total_bytes / gib:.1f} GiB on disk"
+               + (f"; layers {too_big[0]}.. do not fit (!)" if too_big else ""))
+    for seeds, least in result["smallest_cluster"].items():
+        click.echo(f"layer {seeds} needs at least " + (f"{least} processes of {each / gib:.1f} GiB" if least
+                   else f"more than {each / gib:.1f} GiB a process, whatever their number"))
+
+
+def _plan_here(result, max_seeds, as_json):
     if as_json:
         emit_json(result)
         return
@@ -651,6 +796,73 @@ def line(position, moves, max_plies, directory, as_json):
     click.echo(ending)
 
 
+@cli.command(name="analyse")
+@click.argument("record")
+@click.option("--start", default=None, help="Start position of the record (default: the opening).")
+@_directory_option
+@click.option("--time-per-ply", "time_per_ply", type=float, default=1.0, show_default=True,
+              help="Seconds of search for a position above the tables, shared by its legal moves.")
+@click.option("--max-tables", "max_tables", type=click.IntRange(0, 48), default=None,
+              help="Answer positions of up to N seeds from the tables, search above (default: every table).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def analyse_command(record, start, directory, time_per_ply, max_tables, as_json):
+    """Every ply of the game RECORD (e.g. "1. F b 2. D a") against perfect play.
+
+    Per ply: the value before the move and of the move played (from the
+    mover's view), the best moves, the seeds given away and a mark: ?!
+    inaccuracy (1-3 given away), ? mistake (4 or more), ?? blunder (changes
+    win, draw or loss). Above the tables each ply is searched with the true
+    repetition rule over the game so far; ~ marks an estimate. See
+    docs/ANALYSIS.md.
+    """
+    from .analysis import MIN_TIME_PER_PLY, analyse
+
+    if not math.isfinite(time_per_ply) or time_per_ply < MIN_TIME_PER_PLY:
+        raise UserError(f"--time-per-ply must be a finite number of seconds >= {MIN_TIME_PER_PLY}, got {time_per_ply}")
+    first = parse_position(start)
+    show_bar = not as_json and sys.stderr.isatty()
+    with _open_tablebase(directory, first, quiet=as_json) as tablebase:
+        from tqdm import tqdm
+
+        with tqdm(desc="analysing", unit="ply", disable=not show_bar, file=sys.stderr, leave=False) as bar:
+            report = analyse(record, tablebase, time_per_ply=time_per_ply, max_tables=max_tables, start=first,
+                             progress=lambda ply: bar.update(1))
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    _echo_analysis(report)
+
+
+def _echo_analysis(report):
+    def value(number, exact):
+        return f"{number:+d}{'' if exact else '~'}"
+
+    click.echo(f"start: {report.start}")
+    click.echo(f"{'ply':>4}  {'move':<10} {'seeds':>5} {'before':>6} {'played':>6} {'given':>5}  {'best':<12} source")
+    for ply in report.plies:
+        played_exact = next(m.exact for m in ply.moves if m.move == ply.move)
+        given = f"{ply.given_away}{'' if ply.exact else '~'}"
+        click.echo(
+            f"{ply.ply:>4}  {ply.notation:<10} {ply.seeds:>5} {value(ply.value_before, ply.exact):>6} "
+            f"{value(ply.value_after, played_exact):>6} {given:>5}  {' '.join(ply.best_moves):<12} {ply.source}"
+        )
+    for summary in (report.south, report.north):
+        marks = f"{summary.inaccuracies} ?!, {summary.mistakes} ?, {summary.blunders} ??"
+        click.echo(f"{summary.side}: {summary.moves} moves, {summary.best_moves} best, gave away "
+                   f"{summary.given_away} ({marks})" + ("" if summary.exact else ", some values estimated"))
+    if report.over:
+        position = Position.from_string(report.position)
+        click.echo(f"game over ({report.end_reason}): {_score_text(position, report.result)}")
+    else:
+        click.echo(f"the game goes on: {report.position}")
+    click.echo("values for the mover: seeds he captures from the position on minus the opponent's, under perfect "
+               "play; played: the move's value;\ngiven: best - played; ~ an estimate (searched, not proven); "
+               "?! 1-3 given away, ? 4 or more, ?? changes win/draw/loss")
+
+
+cli.add_command(analyse_command, name="analyze")
+
+
 @cli.command()
 @click.option("--side", type=click.Choice(["S", "N"], case_sensitive=False), default="S", show_default=True,
               help="The side you play.")
@@ -751,6 +963,51 @@ def bench(quick, as_json):
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         click.echo(f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]:>{widths[3]}}")
+
+
+@cli.command()
+@_directory_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port to listen on (0: any free port).")
+@click.option("--max-search-time", type=click.FloatRange(min=0, min_open=True), default=10, show_default=True,
+              help="Most seconds a request may give a search.")
+def serve(directory, host, port, max_search_time):
+    """Serve the oracle: a page to play and study positions, and a JSON API.
+
+    The page shows the board, the position's value and predicted score and
+    every legal move's value from the tables (a search above them); play by
+    clicking, against awele or not. The API is described at /docs. The
+    server only reads the tables; it builds nothing.
+    """
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ImportError:
+        raise UserError("the web oracle needs the web extra: pip install 'awele[web]'") from None
+    import socket
+
+    from . import tables
+    from .web.app import create_app
+
+    if not math.isfinite(max_search_time):
+        raise UserError(f"--max-search-time must be a finite number of seconds, got {max_search_time}")
+    directory = directory or tables.default_directory()
+    if not os.path.isdir(directory):
+        raise UserError(f"no tables folder {directory}: build tables with `awele build`, or give --dir")
+    app = create_app(directory, max_search_time=max_search_time)
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        listener = socket.create_server(address, family=family)
+    except OSError as error:
+        raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    bound_host, bound_port = listener.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    layers = tables.built_layers(directory)
+    held = f"tables for {layers[0]}..{layers[-1]} seeds" if layers else "no tables (search only)"
+    click.echo(f"awele oracle on http://{shown}:{bound_port}/ ({held} in {directory}; API docs at /docs); "
+               "Ctrl-C stops it", err=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[listener])
 
 
 def main(argv=None):

@@ -133,11 +133,28 @@ def _position_at(rank, current, mover, opponent, seeds, rows):
     return index.unrank_fast(seeds, rank, rows[0], rows[1], rows[2], rows[3])
 
 
+NOT_IN_USE = -1000  # move_value of a move whose child's layer is not in `use`: below every value
+
+
+@njit(cache=True, inline="always")
+def move_value(captured, child_mover, child_opponent, seeds, flat, starts, use):
+    """captured - d(child) of a move from a position of `seeds` seeds that
+    captured `captured` and led to the child (its words), d(child) read from
+    the child's layer in `flat` (offsets `starts`); NOT_IN_USE when that
+    layer is not marked in `use`. The one place a move's child is looked up
+    in a layer: the exits here, the probe's one ply outside the index and
+    the search's component explorer all go through it."""
+    child_seeds = seeds - captured
+    if not use[child_seeds]:
+        return NOT_IN_USE
+    child = index.rank_packed(child_mover, child_opponent, child_seeds)
+    return captured - np.int64(flat[starts[child_seeds] + child])
+
+
 @njit(cache=True, inline="always")
 def best_capture(mover, opponent, seeds, flat, starts, use):
     """(best over the capturing moves whose layer is in `use` of captured -
-    d(child), or NO_EXIT; the number of non-capturing moves). The one place
-    a capture is looked up in a smaller layer."""
+    d(child), or NO_EXIT; the number of non-capturing moves)."""
     mask = legal_mask(mover, opponent)
     best = NO_EXIT
     children = 0
@@ -145,12 +162,9 @@ def best_capture(mover, opponent, seeds, flat, starts, use):
         if mask & (1 << house):
             captured, child_mover, child_opponent = play(mover, opponent, house)
             if captured > 0:
-                child_seeds = seeds - captured
-                if use[child_seeds]:
-                    child = index.rank_packed(child_mover, child_opponent, child_seeds)
-                    value = captured - flat[starts[child_seeds] + child]
-                    if value > best:
-                        best = value
+                value = move_value(captured, child_mover, child_opponent, seeds, flat, starts, use)
+                if value > best:  # never NOT_IN_USE: it is below NO_EXIT
+                    best = value
             else:
                 children += 1
     return best, children
@@ -193,6 +207,62 @@ def exit_pass(seeds, values, counts, flat, starts, use, first, rows):
                 if best > pending_exit(values[rank]):
                     values[rank] = pending(best)
             ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+
+
+RANK_BITS = 40  # an exit request names the child as layer << RANK_BITS | rank (a layer has < 2**38 positions)
+
+
+@njit(cache=True, parallel=True)
+def exit_requests(seeds, lo, start, stop, values, counts, rows, keys, gains):
+    """The exit pass of a slice whose smaller layers are spread over processes.
+
+    For ranks start..stop-1 (values[0] being rank lo; start - lo a multiple
+    of BLOCK) it writes what the first exit_pass writes, except that the
+    captures are not looked up: a terminal position gets its value's
+    pending code, any other NO_EXIT's and its count of non-capturing
+    children, and each capturing move becomes a request for its child's
+    owner: keys[ROW * i + house] = child layer << RANK_BITS | child rank and
+    gains[...] = seeds captured, i being rank - start (-1 where there is
+    none). raise_exits() then applies the answers.
+    """
+    blocks = (stop - start + BLOCK - 1) // BLOCK
+    for block in prange(blocks):
+        first = start + block * BLOCK
+        last = min(stop, first + BLOCK)
+        mover, opponent = index.unrank_fast(seeds, first, rows[0], rows[1], rows[2], rows[3])
+        for rank in range(first, last):
+            local = rank - lo
+            slot = (rank - start) * ROW
+            mask = legal_mask(mover, opponent)
+            children = 0
+            for house in range(ROW):
+                keys[slot + house] = -1
+                if mask & (1 << house):
+                    captured, child_mover, child_opponent = play(mover, opponent, house)
+                    if captured > 0:
+                        child_seeds = seeds - captured
+                        child = index.rank_packed(child_mover, child_opponent, child_seeds)
+                        keys[slot + house] = (np.int64(child_seeds) << RANK_BITS) | child
+                        gains[slot + house] = captured
+                    else:
+                        children += 1
+            if mask == 0:
+                values[local] = pending(terminal_value(mover, opponent))
+            else:
+                values[local] = pending(NO_EXIT)
+                counts[local >> 1] |= np.uint8(children << ((local & 1) << 2))
+            ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+
+
+@njit(cache=True)
+def raise_exits(values, origins, gains, answers):
+    """Apply answered exit requests: position origins[j] (an index into
+    values) captured gains[j] seeds into a child worth answers[j]; its
+    pending code is raised to the best capture (as best_capture keeps it)."""
+    for j in range(origins.shape[0]):
+        exit = np.int64(gains[j]) - np.int64(answers[j])
+        if exit > pending_exit(values[origins[j]]):
+            values[origins[j]] = pending(exit)
 
 
 @njit(cache=True, inline="always")
@@ -247,11 +317,12 @@ def seed_stage(stage, values, counts, value_words, flags):
 
 
 @njit(cache=True)
-def predecessors(mover, opponent, seeds, values, counts, with_counts, found, count):
+def predecessors(mover, opponent, seeds, lo, values, counts, with_counts, found, count):
     """Append the ranks of the in-layer predecessors of a position (words of
-    the child) to found[count:]; return the new count. Each rank's value byte
-    (and count byte, when `with_counts`) is prefetched, so the caller can
-    update a batch with its misses overlapped.
+    the child) to found[count:]; return the new count. The value byte (and
+    count byte, when `with_counts`) of each rank held here (values[0] being
+    rank `lo`) is prefetched, so the caller can update a batch with its
+    misses overlapped.
 
     Un-sowing. The parent's own row after the move is the child's opponent
     row, and its origin house h is empty there. Sowing k = 11q + r seeds from
@@ -300,9 +371,11 @@ def predecessors(mover, opponent, seeds, values, counts, with_counts, found, cou
                         if captured != 0 or child_mover != mover or child_opponent != opponent:
                             continue
                 parent = index.rank_packed(parent_mover, parent_opponent, seeds)
-                prefetch(values, parent)
-                if with_counts:
-                    prefetch(counts, parent >> 1)
+                local = parent - lo
+                if 0 <= local < values.shape[0]:
+                    prefetch(values, local)
+                    if with_counts:
+                        prefetch(counts, local >> 1)
                 found[count] = parent
                 count += 1
             if lap_failed:
@@ -340,21 +413,50 @@ def _tell(rank, child_value, stage, values, counts, next_flags):
     return 1
 
 
+@njit(cache=True, inline="always")
+def _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent):
+    """Tell a batch of predecessors: those held here at once, the others
+    (another process's slice) into `outbox` as (rank << 1) | (child lost).
+    Returns the new outbox length."""
+    for i in range(count):
+        local = found[i] - lo
+        if 0 <= local < values.shape[0]:
+            _tell(local, told[i], stage, values, counts, next_flags)
+        else:
+            outbox[sent] = (found[i] << 1) | (1 if told[i] < 0 else 0)
+            sent += 1
+    return sent
+
+
 @njit(cache=True, parallel=True)
-def propagate(stage, seeds, values, counts, active, next_flags, rows, scratch):
+def propagate(stage, seeds, lo, values, counts, active, next_flags, rows, scratch):
     """Tell the predecessors of every FRESH position of the `active` blocks.
 
+    The arrays hold a slice of the layer: values[i] is rank lo + i (lo a
+    multiple of BLOCK; the whole layer when one process builds it).
+    Predecessors outside the slice go to the threads' outboxes
+    (scratch.outbox[thread, :scratch.sent[thread]]) for their owners; a
+    thread whose outbox has no room for another position's predecessors
+    stops its block and flags it again in `next_flags`, so nothing is lost.
     Returns how many FRESH positions were processed. Predecessor ranks are
-    gathered (and prefetched) in batches before they are updated, so the cache
-    misses of those scattered updates overlap.
+    gathered (and prefetched) in batches before they are updated, so the
+    cache misses of those scattered updates overlap.
     """
     size = values.shape[0]
     processed = np.zeros(active.shape[0], dtype=np.int64)
+    capacity = scratch.outbox.shape[1]
+    room = capacity - BATCH - MAX_PREDECESSORS if capacity > 0 else size * MAX_PREDECESSORS
+    # Taken out of the tuple before the parallel loop: numba loses writes
+    # made inside a prange through a tuple's field (found with a test).
+    outboxes = scratch.outbox
+    sent_counts = scratch.sent
     for item in prange(active.shape[0]):
         block = active[item]
         thread = numba.get_thread_id()
         found = scratch.found[thread]
         told = scratch.told[thread]
+        outbox = outboxes[thread]
+        sent = sent_counts[thread]
         start = block * BLOCK
         stop = min(size, start + BLOCK)
         current = -1
@@ -362,26 +464,37 @@ def propagate(stage, seeds, values, counts, active, next_flags, rows, scratch):
         opponent = np.uint64(0)
         count = 0
         done = 0
-        for rank in range(start, stop):
-            shift = (rank & 1) << 2
-            if (np.int64(counts[rank >> 1]) >> shift) & FRESH == 0:
+        for local in range(start, stop):
+            shift = (local & 1) << 2
+            if (np.int64(counts[local >> 1]) >> shift) & FRESH == 0:
                 continue
-            atomic_and(counts, rank >> 1, np.uint8(~(FRESH << shift) & 0xFF))
+            if sent > room:
+                next_flags[block] = 1  # outbox full: the rest of the block next sweep
+                break
+            atomic_and(counts, local >> 1, np.uint8(~(FRESH << shift) & 0xFF))
             done += 1
-            mover, opponent = _position_at(rank, current, mover, opponent, seeds, rows)
-            current = rank
-            value = values[rank]
-            added = predecessors(mover, opponent, seeds, values, counts, value > 0, found, count)
+            mover, opponent = _position_at(lo + local, current, mover, opponent, seeds, rows)
+            current = lo + local
+            value = values[local]
+            added = predecessors(mover, opponent, seeds, lo, values, counts, value > 0, found, count)
             told[count:added] = value
             count = added
             if count >= BATCH:
-                for i in range(count):
-                    _tell(found[i], told[i], stage, values, counts, next_flags)
+                sent = _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent)
                 count = 0
-        for i in range(count):
-            _tell(found[i], told[i], stage, values, counts, next_flags)
+        sent = _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent)
+        sent_counts[thread] = sent
         processed[item] = done
     return processed.sum()
+
+
+@njit(cache=True, parallel=True)
+def tell_received(stage, lo, updates, values, counts, next_flags):
+    """Apply updates from other processes: each is (rank << 1) | (child
+    lost), for a rank of this slice, as _tell would have applied it here."""
+    for i in prange(updates.shape[0]):
+        update = updates[i]
+        _tell((update >> 1) - lo, -stage if update & 1 else stage, stage, values, counts, next_flags)
 
 
 @njit(cache=True, parallel=True)
@@ -466,14 +579,19 @@ def bellman_mismatches(seeds, values, flat, starts, rows, limit):
     return counts.sum(), found[:limit]
 
 
-Scratch = namedtuple("Scratch", "found told")
+Scratch = namedtuple("Scratch", "found told outbox sent")
 
 
-def make_scratch(threads):
-    """Per-thread batch buffers, allocated once per layer rather than per block."""
+def make_scratch(threads, outbox=0):
+    """Per-thread batch buffers, allocated once per layer rather than per
+    block, with outboxes of `outbox` updates each for other processes' ranks
+    (none when one process holds the whole layer)."""
+    outbox = outbox and outbox + BATCH + MAX_PREDECESSORS
     return Scratch(
         np.empty((threads, BATCH + MAX_PREDECESSORS), dtype=np.int64),
         np.empty((threads, BATCH + MAX_PREDECESSORS), dtype=np.int8),
+        np.empty((threads, outbox), dtype=np.int64),
+        np.zeros(threads, dtype=np.int64),
     )
 
 
@@ -498,7 +616,8 @@ class StageReport:
         self.sweeps = sweeps
 
 
-def run_stages(seeds, values, value_words, counts, sweep, progress=None):
+def run_stages(seeds, values, value_words, counts, sweep, progress=None, first_stage=None, everywhere=None,
+               after_stage=None):
     """The staged algorithm over positions whose value bytes hold pending codes
     and whose nibbles hold child counts: stages seeds..1, each seeded and then
     swept until nothing is FRESH, then endless play settled to 0.
@@ -506,8 +625,12 @@ def run_stages(seeds, values, value_words, counts, sweep, progress=None):
     `sweep(stage, active_blocks, next_flags)` tells the predecessors of the
     FRESH positions of the active blocks and returns how many it processed;
     it is the only part that differs between a layer (predecessors by
-    un-sowing) and an explicit graph (predecessor lists). Returns the stage
-    reports and the seconds spent seeding.
+    un-sowing) and an explicit graph (predecessor lists). A distributed
+    build holds a slice here: `everywhere(count)` then sums a count over
+    the processes (a stage ends when no process has anything FRESH), every
+    process sweeps as often as the busiest, and `first_stage` resumes after
+    a checkpoint that `after_stage(stage)` took. Returns the stage reports
+    and the seconds spent seeding.
     """
     blocks = (values.shape[0] + BLOCK - 1) // BLOCK
     flags = np.zeros(blocks, dtype=np.uint8)
@@ -520,7 +643,7 @@ def run_stages(seeds, values, value_words, counts, sweep, progress=None):
     # more in scheduling than they save in balance here).
     previous_chunk = numba.set_parallel_chunksize(0)
     try:
-        for stage in range(seeds, 0, -1):
+        for stage in range(seeds if first_stage is None else first_stage, 0, -1):
             tick = time.perf_counter()
             if codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF]:
                 seed_stage(stage, values, counts, value_words, flags)
@@ -530,12 +653,14 @@ def run_stages(seeds, values, value_words, counts, sweep, progress=None):
             while True:
                 sweeps += 1
                 active = np.flatnonzero(flags)
-                if active.shape[0] == 0:
+                if (active.shape[0] if everywhere is None else everywhere(active.shape[0])) == 0:
                     break
                 flags[active] = 0
                 found += int(sweep(stage, active, next_flags))
                 flags, next_flags = next_flags, flags
             stages.append(StageReport(stage, found, sweeps))
+            if after_stage:
+                after_stage(stage)
             if progress:
                 progress(f"stage {stage}", (seeds - stage + 1) / seeds)
         settle_endless(values)
@@ -628,7 +753,7 @@ class LayerSolver:
         scratch = make_scratch(numba.get_num_threads())
 
         def sweep(stage, active, next_flags):
-            return propagate(stage, seeds, self.values, self.counts, active, next_flags, self.rows, scratch)
+            return propagate(stage, seeds, 0, self.values, self.counts, active, next_flags, self.rows, scratch)
 
         stages, seed_seconds = run_stages(seeds, self.values, self.value_words, self.counts, sweep, progress)
         working = self.working_bytes

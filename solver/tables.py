@@ -30,7 +30,7 @@ import zlib
 import h5py
 import numpy as np
 
-from . import __version__, index
+from . import __version__, index, retrograde
 from .retrograde import byte_histogram
 from .errors import CorruptTableError, MissingTableError, TableError, TableMismatchError, TableWriteError
 
@@ -85,17 +85,24 @@ def build_advice(seeds, directory=None):
     advice = f"build it with `{build_command(seeds, directory)}`"
     need = build_memory_bytes(seeds)
     if need > 4 << 30:
-        advice += f" (about {need / 2**30:,.0f} GiB of memory)"
+        advice += f" (its working state and largest smaller layer take {need / 2**30:,.1f} GiB of memory)"
     return advice
 
 
+def working_bytes(seeds):
+    """Memory of layer `seeds` while it is built: its value bytes, a nibble of
+    counts a position and two flag bytes a block (see solver.retrograde)."""
+    size = index.layer_size(seeds)
+    return size + (size + 1) // 2 + 2 * ((size + retrograde.BLOCK - 1) // retrograde.BLOCK)
+
+
 def build_memory_bytes(seeds):
-    """Least memory that builds layer `seeds`: its working state (1.5 bytes a
-    position, see solver.retrograde) and its largest smaller layer, n-2, at
-    one byte a position (the exit passes take the smaller layers a group at
-    a time; see solver.build)."""
-    working = int(1.5 * index.layer_size(seeds)) + 1
-    return working + (index.layer_size(seeds - 2) if seeds >= 2 else 0)
+    """Least memory that builds layer `seeds`, the process aside: its working
+    state and its largest smaller layer at one byte a position (the exit
+    passes take the smaller layers a group at a time). The build driver's
+    budget (solver.build.least_bytes) adds the process to it."""
+    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
+    return working_bytes(seeds) + largest
 
 
 def chunk_crc(chunk, values):
@@ -127,15 +134,18 @@ def histogram(values, seeds):
     return np.array([counts[d & 0xFF] for d in range(-seeds, seeds + 1)], dtype=np.int64)
 
 
-def write_table(directory, seeds, values, build_seconds=0.0, extra=None):
+def write_table(directory, seeds, values, build_seconds=0.0, extra=None, counts=None):
     """Write layer `seeds` atomically: an exclusively created temporary file,
     written a slice at a time straight from `values`, then a rename.
 
-    Raises TableWriteError (naming the file) when the folder cannot take it;
-    nothing is left behind.
+    `values` is an int8 array, or anything with that shape and dtype whose
+    slices ``values[start:stop]`` give arrays (a distributed build gathers
+    each slice from its processes); `counts`, the value histogram, is then
+    given rather than computed. Raises TableWriteError (naming the file)
+    when the folder cannot take it; nothing is left behind.
     """
     size = index.layer_size(seeds)
-    if values.shape != (size,) or values.dtype != np.int8:
+    if tuple(values.shape) != (size,) or values.dtype != np.int8:
         raise ValueError(f"layer {seeds} has {size} int8 values, got {values.shape} {values.dtype}")
     path = table_path(directory, seeds)
     temporary = f"{path}{TEMPORARY_SUFFIX}-{os.getpid()}"
@@ -169,7 +179,7 @@ def write_table(directory, seeds, values, build_seconds=0.0, extra=None):
                 {
                     CRC_ATTRIBUTE: np.uint32(zlib.crc32(crcs.tobytes())),
                     "value_convention": VALUE_CONVENTION,
-                    "histogram": histogram(values, seeds),
+                    "histogram": histogram(values, seeds) if counts is None else np.asarray(counts, np.int64),
                     "build_seconds": float(build_seconds),
                     "package_version": __version__,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -316,6 +326,27 @@ def load_values(directory, seeds, out=None):
     if len(expected) != len(found) or (expected != found).any():
         raise CorruptTableError(f"{path}: values do not match the stored histogram")
     return values
+
+
+def load_slice(directory, seeds, start, stop):
+    """Ranks start..stop-1 of layer `seeds` (int8), every chunk they touch
+    checked against its CRC-32, and the file's stored histogram (a caller
+    holding every slice checks the sum of theirs against it)."""
+    path = table_path(directory, seeds)
+    with open_table(directory, seeds) as handle, damage_guard(path):
+        dataset = handle[DATASET]
+        crcs = chunk_checksums(handle, path)
+        first = start // CHUNK * CHUNK
+        last = min(dataset.shape[0], (stop + CHUNK - 1) // CHUNK * CHUNK) if stop > start else first
+        values = np.empty(last - first, dtype=np.int8)
+        for begin in range(first, last, SLICE):
+            end = min(last, begin + SLICE)
+            dataset.read_direct(values, np.s_[begin:end], np.s_[begin - first : end - first])
+            _check_chunks(path, crcs, begin // CHUNK, values[begin - first : end - first])
+        stored = np.asarray(handle.attrs["histogram"], dtype=np.int64)
+    if stored.shape != (2 * seeds + 1,):
+        raise CorruptTableError(f"{path}: the stored histogram is damaged")
+    return values[start - first : stop - first], stored
 
 
 class ChunkReader:

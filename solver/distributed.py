@@ -1,0 +1,528 @@
+"""The layer build on many processes: MPI through mpi4py (``awele[mpi]``).
+
+``mpiexec -n P awele build --max-seeds N`` runs this. Each process owns a
+contiguous slice of every layer's ranks (cut at multiples of
+retrograde.BLOCK, so P need not divide anything) and holds only its slices:
+the working state of its slice of the layer being built (1.5 bytes a
+position) and its slices of the smaller layers, which it solved itself or
+read from their files (every chunk's CRC checked, the histogram summed over
+the processes checked against the file's).
+
+Exits: the smaller layers are *partitioned*, never replicated. A process
+asks the owner of each capture's child for its value, in batches: one
+all-to-all of requests (8 bytes each: layer and rank) and one of answers
+(1 byte each) per batch of positions. Replicating would need every process
+to hold all of layers n-15..n-2, the bulk of a big build's memory, while
+partitioned look-ups cost 9 bytes a capture on the wire and no memory;
+with P = 1 the same code runs and every look-up is local.
+
+Stages: bulk-synchronous. Each sweep, a process tells the predecessors of
+its FRESH positions; predecessors in another slice go to per-thread
+outboxes (retrograde.propagate), which are grouped by owner and exchanged
+in one all-to-all (8 bytes an update: rank and whether the child lost), and
+the received updates are applied as local ones are (retrograde.tell_received).
+A stage ends when a sum over the processes finds nothing FRESH anywhere.
+The values do not depend on the order updates arrive in (at stage k exactly
+the positions with |d| = k are resolved), so the files are the same
+whatever P: the values, their chunks and CRCs byte for byte.
+
+Files: process 0 writes each layer through tables.write_table, gathering it
+a slice at a time from the owners, under the same temporary-name-and-rename
+rule; it alone holds the folder's build lock. Checkpoints (optional, at
+stage boundaries) let a rerun resume mid-layer with the same P.
+
+A process that fails raises; the command line prints the error and aborts
+the job (MPI_Abort), and a process killed by a signal makes mpiexec stop
+the others: the job never hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import zlib
+
+import numba
+import numpy as np
+from numba import njit
+
+from . import index, retrograde, tables
+from .errors import BuildError, CorruptTableError
+from .rules import ROW
+
+# Environment variables by which mpiexec/srun tell a process it is one of many.
+LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
+OUTBOX = 1 << 20  # updates a thread collects for other processes before its sweep pauses
+EXIT_BATCH = 1 << 19  # positions per round of exit requests (about 6.5 MiB of requests)
+KILL_VARIABLE = "AWELE_TEST_KILL"  # "seeds:stage:process": that process kills itself after that checkpoint
+
+
+# Communication ---------------------------------------------------------------------
+
+
+def launched_processes() -> int:
+    """How many processes the MPI launcher started (1 when not launched by one)."""
+    for name in LAUNCHER_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 1:
+            return int(value)
+    return 1
+
+
+def world() -> "Exchange":
+    """The Exchange of the processes mpiexec started (mpi4py's COMM_WORLD)."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise BuildError(
+            f"this build was started as one of {launched_processes()} MPI processes, but mpi4py is not "
+            "installed: pip install 'awele[mpi]'"
+        ) from None
+    return Exchange(MPI.COMM_WORLD)
+
+
+class Exchange:
+    """What the build needs of MPI, timed and counted: all-to-all, sums,
+    broadcast, gathers. Without a communicator it is one process alone."""
+
+    def __init__(self, comm=None):
+        self.comm = comm
+        self.rank = comm.Get_rank() if comm is not None else 0
+        self.size = comm.Get_size() if comm is not None else 1
+        self.bytes_sent = 0  # to other processes, by alltoallv and gathers
+        self.seconds = 0.0  # in communication, including waiting for slower processes
+        if comm is not None:
+            from mpi4py import MPI
+
+            self._mpi = MPI
+            self._types = {np.dtype(np.int64): MPI.INT64_T, np.dtype(np.int8): MPI.INT8_T}
+
+    def __repr__(self):
+        return f"Exchange(process {self.rank} of {self.size})"
+
+    def _timed(self, started, sent=0):
+        self.seconds += time.perf_counter() - started
+        self.bytes_sent += sent
+
+    def alltoallv(self, data, counts):
+        """Send data[...] grouped by destination (counts[p] items to process p);
+        return (what arrived, grouped by sender; how many from each)."""
+        if self.comm is None:
+            return data, counts
+        started = time.perf_counter()
+        counts = np.asarray(counts, dtype=np.int64)
+        arrived = np.empty(self.size, dtype=np.int64)
+        self.comm.Alltoall(counts, arrived)
+        if max(counts.max(initial=0), arrived.max(initial=0)) >= 2**31:
+            raise BuildError("an exchange of more than 2**31 items: lower the batch sizes")
+        received = np.empty(int(arrived.sum()), dtype=data.dtype)
+        kind = self._types[data.dtype]
+        self.comm.Alltoallv(
+            [data, (counts.astype(np.int32), _offsets(counts).astype(np.int32)), kind],
+            [received, (arrived.astype(np.int32), _offsets(arrived).astype(np.int32)), kind],
+        )
+        self._timed(started, (int(counts.sum()) - int(counts[self.rank])) * data.dtype.itemsize)
+        return received, arrived
+
+    def sum(self, value):
+        """The sum of an int (or an int64 array, element-wise) over the processes."""
+        if self.comm is None:
+            return value
+        started = time.perf_counter()
+        if isinstance(value, np.ndarray):
+            total = np.empty_like(value)
+            self.comm.Allreduce(value, total, op=self._mpi.SUM)
+        else:
+            total = self.comm.allreduce(int(value), op=self._mpi.SUM)
+        self._timed(started)
+        return total
+
+    def maximum(self, value):
+        if self.comm is None:
+            return value
+        started = time.perf_counter()
+        top = self.comm.allreduce(value, op=self._mpi.MAX)
+        self._timed(started)
+        return top
+
+    def broadcast(self, value):
+        """Process 0's `value`, on every process."""
+        if self.comm is None:
+            return value
+        started = time.perf_counter()
+        value = self.comm.bcast(value, root=0)
+        self._timed(started)
+        return value
+
+    def gather(self, value):
+        """Every process's `value` as a list on process 0 (None elsewhere)."""
+        if self.comm is None:
+            return [value]
+        started = time.perf_counter()
+        values = self.comm.gather(value, root=0)
+        self._timed(started)
+        return values
+
+    def gather_piece(self, piece, counts):
+        """Process p's `piece` (counts[p] int8 values) concatenated on process 0."""
+        if self.comm is None:
+            return piece
+        started = time.perf_counter()
+        whole = np.empty(int(sum(counts)), dtype=np.int8) if self.rank == 0 else None
+        counts = np.asarray(counts, dtype=np.int64)
+        receive = [whole, (counts.astype(np.int32), _offsets(counts).astype(np.int32)), self._mpi.INT8_T] \
+            if self.rank == 0 else None
+        self.comm.Gatherv([piece, self._mpi.INT8_T], receive, root=0)
+        self._timed(started, 0 if self.rank == 0 else piece.nbytes)
+        return whole
+
+    def barrier(self):
+        if self.comm is not None:
+            started = time.perf_counter()
+            self.comm.Barrier()
+            self._timed(started)
+
+    def processes_per_node(self):
+        """How many of the processes share this one's machine."""
+        if self.comm is None:
+            return 1
+        local = self.comm.Split_type(self._mpi.COMM_TYPE_SHARED)
+        try:
+            return local.Get_size()
+        finally:
+            local.Free()
+
+    def abort(self, code):
+        """Stop every process of the job (after this one reported why)."""
+        if self.comm is not None:
+            self.comm.Abort(code)
+
+
+def _offsets(counts):
+    return np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+
+
+# Slices ----------------------------------------------------------------------------
+
+
+def slice_bounds(size: int, processes: int) -> np.ndarray:
+    """Where each process's slice of a layer of `size` positions starts (and
+    the end): near-equal slices cut at multiples of retrograde.BLOCK, so a
+    block (and a byte of child counts) never straddles two processes."""
+    block = retrograde.BLOCK
+    cuts = [size * p // processes // block * block for p in range(processes)] + [size]
+    return np.array(cuts, dtype=np.int64)
+
+
+def all_bounds(max_seeds, processes):
+    """slice_bounds of every layer 0..MAX_SEEDS (zeros above max_seeds), one row a layer."""
+    bounds = np.zeros((index.MAX_SEEDS + 1, processes + 1), dtype=np.int64)
+    for seeds in range(max_seeds + 1):
+        bounds[seeds] = slice_bounds(index.layer_size(seeds), processes)
+    return bounds
+
+
+@njit(cache=True)
+def key_owners(keys, bounds):
+    """The process owning each exit request's child (layer << RANK_BITS | rank)."""
+    owners = np.empty(keys.shape[0], dtype=np.int64)
+    processes = bounds.shape[1] - 1
+    for j in range(keys.shape[0]):
+        layer = keys[j] >> retrograde.RANK_BITS
+        rank = keys[j] & ((np.int64(1) << retrograde.RANK_BITS) - 1)
+        low, high = 0, processes - 1
+        while low < high:  # the last slice starting at or before rank
+            middle = (low + high + 1) // 2
+            if bounds[layer, middle] <= rank:
+                low = middle
+            else:
+                high = middle - 1
+        owners[j] = low
+    return owners
+
+
+@njit(cache=True)
+def group_by_owner(owners, processes):
+    """(order, counts): a stable counting sort of items by owner."""
+    counts = np.zeros(processes, dtype=np.int64)
+    for owner in owners:
+        counts[owner] += 1
+    next_slot = np.zeros(processes, dtype=np.int64)
+    for p in range(1, processes):
+        next_slot[p] = next_slot[p - 1] + counts[p - 1]
+    order = np.empty(owners.shape[0], dtype=np.int64)
+    for j in range(owners.shape[0]):
+        order[next_slot[owners[j]]] = j
+        next_slot[owners[j]] += 1
+    return order, counts
+
+
+class Slices:
+    """This process's slices of the smaller layers: values by seed count."""
+
+    def __init__(self, exchange, bounds):
+        self.exchange = exchange
+        self.bounds = bounds
+        self.values = {}
+
+    def span(self, seeds):
+        rank = self.exchange.rank
+        return int(self.bounds[seeds, rank]), int(self.bounds[seeds, rank + 1])
+
+    def nbytes(self):
+        return sum(v.nbytes for v in self.values.values())
+
+    def load(self, directory, seeds):
+        """Read this process's slice of layer `seeds` from its file (collective:
+        the slices' histograms summed must equal the file's)."""
+        lo, hi = self.span(seeds)
+        values, stored = tables.load_slice(directory, seeds, lo, hi)
+        counts = self.exchange.sum(tables.histogram(values, seeds))
+        if (counts != stored).any():
+            raise CorruptTableError(f"{tables.table_path(directory, seeds)}: values do not match the stored histogram")
+        self.values[seeds] = values
+
+    def keep_only(self, layers):
+        for seeds in list(self.values):
+            if seeds not in layers:
+                del self.values[seeds]
+
+    def answer(self, keys):
+        """Values of the requested children (keys: layer << RANK_BITS | rank), all held here."""
+        answers = np.empty(keys.shape[0], dtype=np.int8)
+        layers = keys >> retrograde.RANK_BITS
+        ranks = keys & ((1 << retrograde.RANK_BITS) - 1)
+        for seeds in np.unique(layers):
+            chosen = layers == seeds
+            lo, _ = self.span(int(seeds))
+            answers[chosen] = self.values[int(seeds)][ranks[chosen] - lo]
+        return answers
+
+
+# Checkpoints -----------------------------------------------------------------------
+
+
+class Checkpoints:
+    """The working state of a layer at a stage boundary, one file a process
+    and a manifest (process 0's) naming the stage to resume at and each
+    file's CRC-32. A rerun with the same number of processes resumes there;
+    anything that does not check out is ignored and the layer starts over."""
+
+    def __init__(self, directory, exchange, interval=0.0):
+        self.directory = directory
+        self.exchange = exchange
+        self.interval = interval
+        self.last = time.monotonic()
+        if directory and exchange.rank == 0:
+            os.makedirs(directory, exist_ok=True)
+        exchange.barrier()
+
+    def _manifest(self, seeds):
+        return os.path.join(self.directory, f"awele-{seeds:02d}.checkpoint.json")
+
+    def _state(self, seeds, stage, rank=None):
+        rank = self.exchange.rank if rank is None else rank
+        return os.path.join(self.directory,
+                            f"awele-{seeds:02d}.stage-{stage:02d}.process-{rank}-of-{self.exchange.size}.state")
+
+    def due(self):
+        return bool(self.directory) and time.monotonic() - self.last >= self.interval
+
+    def save(self, seeds, stage, bounds, values, counts):
+        """Record the state before stage `stage` of layer `seeds` (collective)."""
+        path = self._state(seeds, stage)
+        temporary = f"{path}.tmp"
+        crc = 0
+        with open(temporary, "wb") as handle:
+            for part in (values, counts):
+                handle.write(memoryview(part).cast("B"))
+                crc = zlib.crc32(memoryview(part).cast("B"), crc)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+        crcs = self.exchange.gather(crc)
+        if self.exchange.rank == 0:
+            manifest = {"seeds": seeds, "stage": stage, "processes": self.exchange.size,
+                        "bounds": [int(b) for b in bounds], "crc32": crcs}
+            temporary = f"{self._manifest(seeds)}.tmp"
+            with open(temporary, "w") as handle:
+                json.dump(manifest, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self._manifest(seeds))
+        self.exchange.barrier()
+        for older in range(stage + 1, seeds + 2):
+            if os.path.exists(self._state(seeds, older)):
+                os.remove(self._state(seeds, older))
+        self.last = time.monotonic()
+        planned = os.environ.get(KILL_VARIABLE, "")
+        if planned == f"{seeds}:{stage}:{self.exchange.rank}":
+            os.kill(os.getpid(), signal.SIGKILL)  # fault injection for the tests
+
+    def resume(self, seeds, bounds, values, counts):
+        """The stage to resume layer `seeds` at, its state read into values and
+        counts, or None (collective)."""
+        if not self.directory:
+            return None
+        manifest = None
+        if self.exchange.rank == 0:
+            try:
+                with open(self._manifest(seeds)) as handle:
+                    manifest = json.load(handle)
+                if (manifest.get("seeds") != seeds or manifest.get("processes") != self.exchange.size
+                        or manifest.get("bounds") != [int(b) for b in bounds]):
+                    manifest = None
+            except (OSError, ValueError):
+                manifest = None
+        manifest = self.exchange.broadcast(manifest)
+        if manifest is None:
+            return None
+        stage = int(manifest["stage"])
+        ok = 0
+        try:
+            with open(self._state(seeds, stage), "rb") as handle:
+                data = handle.read(values.nbytes + counts.nbytes + 1)
+            if len(data) == values.nbytes + counts.nbytes and zlib.crc32(data) == manifest["crc32"][self.exchange.rank]:
+                values[:] = np.frombuffer(data, dtype=np.int8, count=values.shape[0])
+                counts[:] = np.frombuffer(data, dtype=np.uint8, offset=values.nbytes)
+                ok = 1
+        except OSError:
+            pass
+        if self.exchange.sum(ok) != self.exchange.size:
+            return None
+        return stage
+
+    def clear(self, seeds):
+        """Forget layer `seeds`'s checkpoint once its file is written (collective)."""
+        if not self.directory:
+            return
+        if self.exchange.rank == 0 and os.path.exists(self._manifest(seeds)):
+            os.remove(self._manifest(seeds))
+        self.exchange.barrier()
+        for stage in range(0, seeds + 2):
+            if os.path.exists(self._state(seeds, stage)):
+                os.remove(self._state(seeds, stage))
+
+
+# One layer -------------------------------------------------------------------------
+
+
+class SliceSolver:
+    """This process's part in the build of one layer (collective calls)."""
+
+    def __init__(self, seeds, exchange, slices, rows, outbox=OUTBOX, batch=EXIT_BATCH):
+        self.seeds = seeds
+        self.exchange = exchange
+        self.slices = slices
+        self.rows = rows
+        self.bounds = slices.bounds[seeds, : exchange.size + 1]
+        self.lo, self.hi = slices.span(seeds)
+        size = self.hi - self.lo
+        padded = np.zeros((size + 7) // 8 * 8, dtype=np.int8)  # whole words for the seeding scan
+        self.values = padded[:size]
+        self.value_words = padded.view(np.uint64)
+        self.counts = np.zeros((size + 1) // 2, dtype=np.uint8)
+        self.outbox = outbox
+        self.batch = max(retrograde.BLOCK, batch // retrograde.BLOCK * retrograde.BLOCK)
+        self.exit_seconds = 0.0
+
+    def exits(self):
+        """Pending codes and child counts of the slice, captures asked of their owners."""
+        started = time.perf_counter()
+        exchange = self.exchange
+        keys = np.empty(self.batch * ROW, dtype=np.int64)
+        gains = np.empty(self.batch * ROW, dtype=np.int8)
+        rounds = exchange.maximum((self.hi - self.lo + self.batch - 1) // self.batch)
+        for round_number in range(rounds):
+            start = self.lo + round_number * self.batch
+            stop = min(self.hi, start + self.batch)
+            if start < stop:
+                retrograde.exit_requests(self.seeds, self.lo, start, stop, self.values, self.counts, self.rows,
+                                         keys, gains)
+                asked = np.flatnonzero(keys[: (stop - start) * ROW] >= 0)
+            else:
+                asked = np.zeros(0, dtype=np.int64)
+            wanted = keys[asked]
+            order, counts = group_by_owner(key_owners(wanted, self.slices.bounds), exchange.size)
+            requests, arrived = exchange.alltoallv(wanted[order], counts)
+            answers, _ = exchange.alltoallv(self.slices.answer(requests), arrived)
+            values = np.empty(asked.shape[0], dtype=np.int8)
+            values[order] = answers
+            retrograde.raise_exits(self.values, start - self.lo + asked // ROW, gains[asked], values)
+        self.exit_seconds = time.perf_counter() - started
+
+    def solve(self, checkpoints=None, progress=None):
+        """Exits (unless a checkpoint has them), then the stages; returns stats."""
+        first_stage = checkpoints.resume(self.seeds, self.bounds, self.values, self.counts) if checkpoints else None
+        resumed = first_stage
+        if first_stage is None:
+            self.exits()
+            if checkpoints and checkpoints.directory:
+                checkpoints.save(self.seeds, self.seeds, self.bounds, self.values, self.counts)
+        started = time.perf_counter()
+        scratch = retrograde.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0)
+        exchange, seeds, lo = self.exchange, self.seeds, self.lo
+        layer_bounds = self.bounds
+
+        def sweep(stage, active, next_flags):
+            scratch.sent[:] = 0
+            done = retrograde.propagate(stage, seeds, lo, self.values, self.counts, active, next_flags, self.rows,
+                                        scratch)
+            if exchange.size == 1:
+                return done
+            updates = np.concatenate([scratch.outbox[t, : scratch.sent[t]] for t in range(scratch.sent.shape[0])])
+            owners = np.searchsorted(layer_bounds, updates >> 1, side="right") - 1
+            order, counts = group_by_owner(owners, exchange.size)
+            received, _ = exchange.alltoallv(updates[order], counts)
+            retrograde.tell_received(stage, lo, received, self.values, self.counts, next_flags)
+            return done
+
+        def after_stage(stage):
+            if checkpoints and stage > 1 and checkpoints.due():
+                checkpoints.save(seeds, stage - 1, self.bounds, self.values, self.counts)
+
+        stages, seed_seconds = retrograde.run_stages(
+            seeds, self.values, self.value_words, self.counts, sweep, progress,
+            first_stage=first_stage, everywhere=exchange.sum, after_stage=after_stage)
+        self.counts = None
+        return {
+            "exit_seconds": self.exit_seconds,
+            "stage_seconds": time.perf_counter() - started,
+            "seed_seconds": seed_seconds,
+            "resumed_at_stage": resumed,
+            "stages": [(s.stage, s.resolved, s.sweeps) for s in stages],
+        }
+
+
+class GatheredLayer:
+    """Layer values gathered from the processes a slice at a time, on process
+    0, for tables.write_table; the other processes call send_layer."""
+
+    def __init__(self, exchange, values, bounds, seeds):
+        self.exchange = exchange
+        self.local = values
+        self.bounds = bounds
+        self.shape = (index.layer_size(seeds),)
+        self.dtype = np.dtype(np.int8)
+
+    def __getitem__(self, window):
+        start, stop, _ = window.indices(self.shape[0])
+        return _gather_window(self.exchange, self.local, self.bounds, start, stop)
+
+
+def _gather_window(exchange, local, bounds, start, stop):
+    lows, highs = np.maximum(bounds[:-1], start), np.minimum(bounds[1:], stop)
+    counts = np.maximum(highs - lows, 0)
+    rank = exchange.rank
+    lo = int(bounds[rank])
+    piece = np.ascontiguousarray(local[int(lows[rank]) - lo : int(lows[rank]) - lo + int(counts[rank])])
+    return exchange.gather_piece(piece, counts)
+
+
+def send_layer(exchange, values, bounds, seeds):
+    """A non-zero process's side of write_table: its part of every slice written."""
+    size = index.layer_size(seeds)
+    for start in range(0, size, tables.SLICE):
+        _gather_window(exchange, values, bounds, start, min(size, start + tables.SLICE))

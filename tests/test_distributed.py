@@ -1,0 +1,227 @@
+"""The distributed build (solver.distributed): slices, request routing,
+checkpoints, and, under mpiexec (marked mpi), the same tables as one process
+whatever the number of processes, and a job that dies cleanly."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solver import build, distributed, index, retrograde, tables
+
+HASHES = json.load(open(os.path.join(os.path.dirname(__file__), "data", "layer_sha256.json")))["sha256"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _digest(values):
+    return hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()
+
+
+def _check_hashes(directory, top):
+    for seeds in range(top + 1):
+        assert _digest(tables.load_values(directory, seeds)) == HASHES[str(seeds)], f"layer {seeds}"
+
+
+def _awele(*args, env=None, timeout=600):
+    return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+# Slices and routing ------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**12), st.integers(1, 4096))
+def test_slices_cover_the_layer_in_block_aligned_near_equal_parts(size, processes):
+    bounds = distributed.slice_bounds(size, processes)
+    assert bounds[0] == 0 and bounds[-1] == size and len(bounds) == processes + 1
+    assert (np.diff(bounds) >= 0).all()
+    assert (bounds[:-1] % retrograde.BLOCK == 0).all()
+    assert np.diff(bounds).max() <= size // processes + 2 * retrograde.BLOCK
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 7), st.lists(st.tuples(st.integers(0, 16), st.floats(0, 1, exclude_max=True)), max_size=300))
+def test_requests_go_to_the_owner_of_their_child_and_keep_their_order(processes, picks):
+    bounds = distributed.all_bounds(16, processes)
+    keys = np.array([(seeds << retrograde.RANK_BITS) | int(where * index.layer_size(seeds)) for seeds, where in picks],
+                    dtype=np.int64)
+    owners = distributed.key_owners(keys, bounds)
+    for key, owner in zip(keys, owners):
+        seeds, rank = key >> retrograde.RANK_BITS, key & ((1 << retrograde.RANK_BITS) - 1)
+        assert bounds[seeds, owner] <= rank < bounds[seeds, owner + 1]
+    order, counts = distributed.group_by_owner(owners, processes)
+    assert (order == np.argsort(owners, kind="stable")).all()
+    assert (counts == np.bincount(owners, minlength=processes)).all()
+
+
+def test_the_slice_path_alone_gives_the_recorded_tables(tmp_path):
+    # One process through the distributed code: requests, answers and rounds
+    # of exits (a small batch makes many), the stage loop with its hooks.
+    rows = []
+    build.build_distributed(12, str(tmp_path), distributed.Exchange(), threads=1, batch=4096, report=rows.append)
+    _check_hashes(str(tmp_path), 12)
+    assert [row["seeds"] for row in rows] == list(range(13)) and all(row["built"] for row in rows)
+    with tables.open_table(str(tmp_path), 12) as handle:
+        assert int(handle.attrs["processes"]) == 1
+
+
+def test_a_slice_read_back_is_checked_like_a_whole_layer(tmp_path):
+    build.build(11, str(tmp_path), threads=1)
+    whole = tables.load_values(str(tmp_path), 11)
+    values, stored = tables.load_slice(str(tmp_path), 11, 1000, 300_000)
+    assert (values == whole[1000:300_000]).all() and (stored == tables.histogram(whole, 11)).all()
+    assert tables.load_slice(str(tmp_path), 11, 5, 5)[0].shape == (0,)
+
+
+def test_process_memory_falls_with_more_processes():
+    for seeds in (20, 30, 40, 48):
+        one, eight, many = (build.process_bytes(seeds, p) for p in (1, 8, 512))
+        assert one > eight > many >= build.BASE_BYTES
+    assert build.process_bytes(30, 1) >= build.BASE_BYTES + build.working_bytes(30)
+
+
+# Checkpoints -------------------------------------------------------------------------
+
+
+def test_a_build_killed_between_stages_resumes_at_its_checkpoint(tmp_path):
+    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
+    args = ["build", "--max-seeds", "11", "--dir", directory, "--threads", "1", "--checkpoint-dir", checkpoints,
+            "--checkpoint-interval", "0", "--quiet"]
+    killed = _awele(*args, env={distributed.KILL_VARIABLE: "11:6:0"})
+    assert killed.returncode == -9
+    assert not os.path.exists(tables.table_path(directory, 11))
+    assert sorted(os.listdir(checkpoints)) == ["awele-11.checkpoint.json", "awele-11.stage-06.process-0-of-1.state"]
+    resumed = _awele(*args, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    rows = [json.loads(line) for line in resumed.stdout.splitlines()]
+    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [6]
+    assert os.listdir(checkpoints) == []
+    _check_hashes(directory, 11)
+
+
+def test_a_damaged_checkpoint_is_ignored_and_the_layer_starts_over(tmp_path):
+    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
+    args = ["build", "--max-seeds", "10", "--dir", directory, "--threads", "1", "--checkpoint-dir", checkpoints,
+            "--checkpoint-interval", "0", "--quiet"]
+    assert _awele(*args, env={distributed.KILL_VARIABLE: "10:4:0"}).returncode == -9
+    state = os.path.join(checkpoints, "awele-10.stage-04.process-0-of-1.state")
+    with open(state, "r+b") as handle:
+        handle.seek(100)
+        byte = handle.read(1)
+        handle.seek(100)
+        handle.write(bytes([byte[0] ^ 0x10]))
+    rerun = _awele(*args, "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    rows = [json.loads(line) for line in rerun.stdout.splitlines()]
+    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [None]
+    _check_hashes(directory, 10)
+
+
+def test_a_process_budget_too_small_is_one_line(tmp_path):
+    result = _awele("build", "--max-seeds", "12", "--dir", str(tmp_path), "--checkpoint-dir", str(tmp_path / "c"),
+                    "--memory", "100M")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "needs" in result.stderr and "process" in result.stderr
+    assert tables.built_layers(str(tmp_path)) == []
+
+
+# Under mpiexec -------------------------------------------------------------------------
+
+MPIEXEC = shutil.which("mpiexec")
+
+
+def _mpi_ready():
+    if MPIEXEC is None:
+        return False
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+mpi_required = pytest.mark.skipif(not _mpi_ready(), reason="needs mpiexec and mpi4py (awele[mpi])")
+
+
+def _mpiexec(processes, *command, env=None, timeout=600):
+    return subprocess.run([MPIEXEC, "-n", str(processes), *command], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.mpi
+@mpi_required
+@pytest.mark.parametrize("processes", [2, 3])
+def test_mpi_builds_the_same_tables_as_one_process(tmp_path, processes):
+    directory = str(tmp_path)
+    result = _mpiexec(processes, sys.executable, "-m", "solver", "build", "--max-seeds", "14", "--dir", directory,
+                      "--threads", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["seeds"] for r in rows] == list(range(15))
+    assert all(r["processes"] == processes for r in rows)
+    assert rows[-1]["bytes_exchanged"] > 0
+    _check_hashes(directory, 14)
+    # The slices are uneven: no process count here divides the layer into whole blocks.
+    assert index.layer_size(14) % (processes * retrograde.BLOCK) != 0
+    with tables.open_table(directory, 14) as handle:
+        assert int(handle.attrs["processes"]) == processes
+
+
+@pytest.mark.mpi
+@mpi_required
+def test_mpi_with_small_buffers_fills_outboxes_and_still_agrees(tmp_path):
+    result = _mpiexec(3, sys.executable, os.path.join(HERE, "mpi_build.py"), str(tmp_path), "13", "3000", "2048")
+    assert result.returncode == 0, result.stderr
+    _check_hashes(str(tmp_path), 13)
+
+
+@pytest.mark.mpi
+@mpi_required
+def test_mpi_a_killed_process_ends_the_job_and_the_rerun_resumes(tmp_path):
+    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
+    args = [sys.executable, "-m", "solver", "build", "--max-seeds", "13", "--dir", directory, "--threads", "1",
+            "--checkpoint-dir", checkpoints, "--checkpoint-interval", "0", "--quiet"]
+    killed = _mpiexec(3, *args, env={distributed.KILL_VARIABLE: "13:7:1"}, timeout=300)
+    assert killed.returncode != 0
+    assert "Killed" in killed.stdout + killed.stderr or "signal 9" in killed.stdout + killed.stderr
+    assert not os.path.exists(tables.table_path(directory, 13))
+    assert os.path.exists(tables.table_path(directory, 12))
+    resumed = _mpiexec(3, *args, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    rows = [json.loads(line) for line in resumed.stdout.splitlines()]
+    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [7]
+    _check_hashes(directory, 13)
+
+
+@pytest.mark.mpi
+@mpi_required
+def test_mpi_a_process_meeting_a_damaged_file_stops_the_job_in_one_line(tmp_path):
+    directory = str(tmp_path)
+    assert _mpiexec(2, sys.executable, "-m", "solver", "build", "--max-seeds", "11", "--dir", directory,
+                    "--threads", "1", "--quiet").returncode == 0
+    # Damage the last data chunk of layer 10: only the process whose slice reads it meets the damage.
+    path = tables.table_path(directory, 10)
+    with h5py.File(path, "r") as handle:
+        chunk = handle[tables.DATASET].id.get_chunk_info(1)
+    assert distributed.slice_bounds(index.layer_size(10), 2)[1] < tables.CHUNK  # chunk 1 is process 1's alone
+    with open(path, "r+b") as handle:
+        handle.seek(chunk.byte_offset + chunk.size // 2)
+        data = handle.read(64)
+        handle.seek(chunk.byte_offset + chunk.size // 2)
+        handle.write(bytes(b ^ 0xFF for b in data))
+    result = _mpiexec(2, sys.executable, "-m", "solver", "build", "--max-seeds", "12", "--dir", directory,
+                      "--threads", "1", "--quiet", timeout=300)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("awele:")]
+    assert len(lines) == 1 and "awele-10.h5" in lines[0] and "process" in lines[0], result.stderr
+    assert not os.path.exists(tables.table_path(directory, 12))
+
