@@ -512,6 +512,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange=Non
                     counts = exchange.sum(tables.histogram(solver.values, seeds))
                     peak = exchange.maximum(peak_memory_bytes())
                     layer_bytes = exchange.sum(exchange.bytes_sent - sent)
+                    exit_bytes = exchange.sum(stats["exit_bytes"])
                     layer_talk = exchange.sum(int(1e6 * (exchange.seconds - talking))) / 1e6 / processes
                     written = time.perf_counter()
                     build_seconds = written - started
@@ -527,7 +528,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange=Non
                     slices.values[seeds] = solver.values
                     row.update(exit_seconds=stats["exit_seconds"], stage_seconds=stats["stage_seconds"],
                                write_seconds=time.perf_counter() - written, exit_passes=1,
-                               resumed_at_stage=stats["resumed_at_stage"],
+                               resumed_at_stage=stats["resumed_at_stage"], exit_bytes_exchanged=exit_bytes,
                                working_bytes=-(-working_bytes(seeds) // processes))
                 seconds = time.perf_counter() - started
                 shared = exchange.gather((exchange.bytes_sent - sent, exchange.seconds - talking, peak_memory_bytes()))

@@ -68,6 +68,10 @@ def launched_processes() -> int:
         value = os.environ.get(name, "")
         if value.isdigit() and int(value) > 1:
             return int(value)
+    if "PMIX_RANK" in os.environ or "PMI_RANK" in os.environ:  # srun with PMIx names no size: Slurm does
+        value = os.environ.get("SLURM_NTASKS", "")
+        if value.isdigit() and int(value) > 1:
+            return int(value)
     return 1
 
 
@@ -457,10 +461,12 @@ class SliceSolver:
         """Exits (unless a checkpoint has them), then the stages; returns stats."""
         first_stage = checkpoints.resume(self.seeds, self.bounds, self.values, self.counts) if checkpoints else None
         resumed = first_stage
+        before = self.exchange.bytes_sent
         if first_stage is None:
             self.exits()
             if checkpoints and checkpoints.directory:
                 checkpoints.save(self.seeds, self.seeds, self.bounds, self.values, self.counts)
+        exit_bytes = self.exchange.bytes_sent - before
         started = time.perf_counter()
         scratch = retrograde.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0)
         exchange, seeds, lo = self.exchange, self.seeds, self.lo
@@ -488,6 +494,8 @@ class SliceSolver:
             first_stage=first_stage, everywhere=exchange.sum, after_stage=after_stage)
         self.counts = None
         return {
+            "exit_bytes": exit_bytes,
+            "stage_bytes": self.exchange.bytes_sent - before - exit_bytes,
             "exit_seconds": self.exit_seconds,
             "stage_seconds": time.perf_counter() - started,
             "seed_seconds": seed_seconds,

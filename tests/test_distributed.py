@@ -225,3 +225,21 @@ def test_mpi_a_process_meeting_a_damaged_file_stops_the_job_in_one_line(tmp_path
     assert len(lines) == 1 and "awele-10.h5" in lines[0] and "process" in lines[0], result.stderr
     assert not os.path.exists(tables.table_path(directory, 12))
 
+
+
+@pytest.mark.mpi
+@mpi_required
+def test_mpi_the_slurm_script_builds_and_resumes(tmp_path):
+    # srun stands in for Slurm's: it starts the job's processes with mpiexec.
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "srun").write_text(f'#!/bin/sh\nshift\nexec {MPIEXEC} -n "$SLURM_JOB_NUM_NODES" "$@"\n')
+    (shim / "srun").chmod(0o755)
+    env = {"PATH": f"{shim}:{os.path.dirname(sys.executable)}:{os.environ['PATH']}", "SLURM_JOB_NUM_NODES": "2",
+           "SLURM_CPUS_ON_NODE": "1", "AWELE_DATABASES": str(tmp_path / "tables")}
+    script = os.path.join(HERE, os.pardir, "scripts", "slurm-build.sh")
+    for _ in range(2):  # the second run finds every layer built
+        result = subprocess.run(["bash", script, "10"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                                env={**os.environ, **env})
+        assert result.returncode == 0, result.stderr
+    _check_hashes(str(tmp_path / "tables"), 10)
