@@ -174,6 +174,11 @@ def test_mpi_builds_the_same_tables_as_one_process(tmp_path, processes):
     assert index.layer_size(14) % (processes * retrograde.BLOCK) != 0
     with tables.open_table(directory, 14) as handle:
         assert int(handle.attrs["processes"]) == processes
+        solving = int(handle.attrs["bytes_exchanged"])  # the solve's traffic; the row adds the file's gathering
+    assert 0 < solving < rows[-1]["bytes_exchanged"]
+    per_position, _, source = build.measured_exchange(directory)
+    assert source.endswith(f"({processes} processes)")
+    assert per_position == pytest.approx(solving / index.layer_size(14) * processes / (processes - 1))
 
 
 @pytest.mark.mpi
@@ -243,3 +248,35 @@ def test_mpi_the_slurm_script_builds_and_resumes(tmp_path):
                                 env={**os.environ, **env})
         assert result.returncode == 0, result.stderr
     _check_hashes(str(tmp_path / "tables"), 10)
+
+
+# The plan ------------------------------------------------------------------------------
+
+
+def test_the_cluster_plan_follows_its_model(tmp_path):
+    each = 24 * 2**30
+    plan = build.cluster_plan(48, 46, each, str(tmp_path), threads=2)
+    assert plan["rate_measured_on"] == "default" and plan["exchange_measured_on"] == "default"
+    for row in plan["layers"]:
+        size = index.layer_size(row["seeds"])
+        assert row["process_bytes"] == build.process_bytes(row["seeds"], 46, 2)
+        assert row["fits"] == (row["process_bytes"] <= each)
+        exchanged = size * plan["exchange_bytes_per_position"] * 45 / 46
+        assert row["bytes_exchanged"] == int(exchanged)
+        assert row["seconds"] == pytest.approx(size * plan["overhead"] / (plan["rate"] * 46)
+                                               + exchanged / 46 / plan["bandwidth_bytes_per_second"])
+    least = plan["smallest_cluster"]["48"]
+    assert build.process_bytes(48, least, 2) <= each < build.process_bytes(48, least - 1, 2)
+    assert build.least_processes(48, 2**20) is None
+
+
+def test_the_cluster_plan_reads_its_rates_from_a_distributed_build(tmp_path):
+    directory = str(tmp_path)
+    build.build_distributed(10, directory, distributed.Exchange(), threads=1)
+    # One process exchanges nothing: the plan keeps its default traffic until a build by several says otherwise.
+    assert build.measured_exchange(directory)[2] == "default"
+    result = _awele("plan", "--max-seeds", "48", "--processes", "9", "--memory-per-process", "128G",
+                    "--threads", "2", "--dir", directory)
+    assert result.returncode == 0, result.stderr
+    assert "layer 48 needs at least 9 processes of 128.0 GiB" in result.stdout
+    assert _awele("plan", "--threads", "2").returncode == 2
