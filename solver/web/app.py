@@ -1,0 +1,479 @@
+"""The web oracle: a FastAPI app over one tables folder.
+
+    from solver.web import create_app
+    app = create_app("databases")          # then: uvicorn, or `awele serve`
+
+Table lookups (value, predicted score, move values) are answered in the
+server process from a lazily opened Tablebase: small layers are read whole
+on first use, larger ones a checked chunk at a time, so start-up reads
+nothing and a layer of 25 seeds or more is never read whole. Searches,
+perfect lines and analyses run in a worker process (solver.web.worker) with
+time limits the server caps. Every bad request gets a 400 with
+{"error": "one message"}; the server reads tables and never writes them, and
+serves only its own three static files, by fixed names.
+
+FastAPI was chosen over bare Starlette for its request models: validation,
+one place for the limits of every field, and the OpenAPI description at
+/openapi.json (rendered at /docs) for free.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import time as _time
+from contextlib import asynccontextmanager
+from importlib import resources
+
+import anyio
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__
+from ..errors import AweleError, GameOverError, InvalidArgumentError, MissingTableError, TableError
+from ..position import parse_record
+from ..probe import Tablebase
+from ..search import CYCLES
+from . import oracle
+from .worker import JobError, JobTimeout, Worker
+
+DEFAULT_MAX_SEARCH_TIME = 10.0  # seconds a search may be given, whatever the request asks
+DEFAULT_MAX_LINE_TIME = 30.0  # seconds a line or a perfect-play move may take before it is stopped
+DEFAULT_MAX_ANALYSIS_TIME = 120.0  # seconds of search an analysis may spend in all
+MAX_POSITION_CHARS = 200
+MAX_RECORD_CHARS = 10_000
+MAX_LINE_PLIES = 400
+MAX_BODY_BYTES = 64 * 1024
+MAX_WAITING_JOBS = 4  # slow requests queued behind the running one; more get a 503
+JOB_GRACE = 30.0  # seconds a job may run past its time budget (table reads, line extension) before it is stopped
+
+STATIC_FILES = {  # URL path -> (file in solver/web/static, media type): the only files served
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/style.css": ("style.css", "text/css; charset=utf-8"),
+}
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+                               "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
+
+# Requests ----------------------------------------------------------------------
+
+_POSITION_FIELD = Field(
+    None, max_length=MAX_POSITION_CHARS,
+    description="The start position, 'A-B-C-D-E-F/a-b-c-d-e-f SIDE S:N' or 12 integers; the opening when left out.",
+    examples=["0-1-2-0-3-1/2-0-1-3-2-1 S 20:12"],
+)
+_MOVES_FIELD = Field(
+    "", max_length=MAX_RECORD_CHARS,
+    description="Moves played from the position, e.g. '1. F b 2. D a'; their positions count for repetitions.",
+    examples=[""],
+)
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GameRequest(_Request):
+    """A position, or a game: a start position and the moves played from it."""
+
+    position: str | None = _POSITION_FIELD
+    moves: str = _MOVES_FIELD
+
+
+class LineRequest(GameRequest):
+    max_plies: int = Field(200, ge=1, le=MAX_LINE_PLIES, strict=True, description="Longest line returned.")
+
+
+class SearchRequest(GameRequest):
+    time: float = Field(1.0, gt=0, allow_inf_nan=False, strict=True,
+                        description="Seconds to search; the server caps it (see /api/info).")
+    cycles: str = Field("own", pattern="^(own|split)$",
+                        description="Repetition: own = the true rule over the game; split = the tables' (0).")
+    move_values: bool = Field(True, strict=True,
+                              description="Also search every legal move (half the time for the position, "
+                                          "half shared by the moves).")
+
+
+class EngineRequest(GameRequest):
+    time: float = Field(1.0, gt=0, allow_inf_nan=False, strict=True,
+                        description="Seconds to search above the tables; the server caps it.")
+
+
+class AnalyseRequest(_Request):
+    record: str = Field(..., min_length=1, max_length=MAX_RECORD_CHARS, description="The game, e.g. '1. F b 2. D a'.",
+                        examples=["1. F b 2. D a"])
+    position: str | None = _POSITION_FIELD
+    time_per_ply: float = Field(1.0, gt=0, allow_inf_nan=False, strict=True,
+                                description="Seconds of search for a ply above the tables; the server caps it.")
+
+
+# Errors ------------------------------------------------------------------------
+
+
+class ServiceError(Exception):
+    """A request the server cannot answer now (busy, a job too long, damaged tables): 503."""
+
+
+def _error(status, message):
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _validation_message(errors):
+    """One clear line from pydantic's list of errors (the first one)."""
+    if not errors:
+        return "invalid request"
+    error = errors[0]
+    kind = error.get("type", "")
+    where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+    if kind == "json_invalid":
+        return "the request body is not valid JSON"
+    if kind == "missing" and not where:
+        return "the request needs a JSON object as its body"
+    if kind in ("model_attributes_type", "dict_type", "model_type"):
+        return "the request body must be a JSON object"
+    if kind == "extra_forbidden":
+        return f"unknown field {where!r}"
+    if kind == "missing":
+        return f"{where}: required"
+    return f"{where}: {error.get('msg', 'invalid')}" if where else error.get("msg", "invalid request")
+
+
+def _install_error_handlers(app):
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request, error):
+        return _error(400, _validation_message(error.errors()))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request, error):
+        message = {404: "not found", 405: "method not allowed"}.get(error.status_code, str(error.detail))
+        if error.status_code == 400 and "parsing the body" in str(error.detail):
+            message = "the request body is not valid JSON"
+        return _error(error.status_code, message)
+
+    @app.exception_handler(AweleError)
+    async def awele_error(request, error):
+        if isinstance(error, (ValueError, MissingTableError)):
+            return _error(400, str(error))
+        if isinstance(error, TableError):
+            return _error(503, f"the tables cannot be read: {error}")
+        return _error(400, str(error))
+
+    @app.exception_handler(JobError)
+    async def job_error(request, error):
+        return _error(400 if error.user else 503, str(error))
+
+    @app.exception_handler(JobTimeout)
+    async def job_timeout(request, error):
+        return _error(503, f"the computation {error}")
+
+    @app.exception_handler(ServiceError)
+    async def service_error(request, error):
+        return _error(503, str(error))
+
+
+# Middleware --------------------------------------------------------------------
+
+
+class _BodyLimitAndTiming:
+    """Pure ASGI middleware: reads a request body up to MAX_BODY_BYTES (a longer
+    one gets a 400 before the app sees it) and adds a Server-Timing header with
+    the time the app took."""
+
+    def __init__(self, app, limit=MAX_BODY_BYTES):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await _send_json(send, 400, {"error": f"the request body is larger than {self.limit} bytes"})
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        delivered = False
+
+        async def replay():
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        started = _time.perf_counter()
+
+        async def timed_send(message):
+            if message["type"] == "http.response.start":
+                took = (_time.perf_counter() - started) * 1000
+                message = dict(message)
+                timing = (b"server-timing", f"app;dur={took:.2f}".encode())
+                message["headers"] = list(message.get("headers", [])) + [timing]
+            await send(message)
+
+        await self.app(scope, replay, timed_send)
+
+
+async def _send_json(send, status, data):
+    payload = json.dumps(data).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+# The app -----------------------------------------------------------------------
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) and listening, for uvicorn.Server.run(sockets=...).
+
+    Made with protocol IPPROTO_TCP, not 0 as socket.create_server makes it:
+    asyncio sets TCP_NODELAY only on connections accepted from such a socket,
+    and without it Nagle's algorithm holds each response body about 40 ms
+    behind its headers. Raises OSError when the address is taken or unknown.
+    """
+    family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                            flags=socket.AI_PASSIVE)[0]
+    listener = socket.socket(family, kind, protocol or socket.IPPROTO_TCP)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(128)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
+
+
+def _static_files():
+    """The page's files, read once from the package: {URL path: (bytes, media type)}."""
+    folder = resources.files("solver.web") / "static"
+    return {path: ((folder / name).read_bytes(), media) for path, (name, media) in STATIC_FILES.items()}
+
+
+def _check_limit(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InvalidArgumentError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def create_app(directory: str | os.PathLike | None = None, max_search_time: float = DEFAULT_MAX_SEARCH_TIME,
+               max_line_time: float = DEFAULT_MAX_LINE_TIME, max_analysis_time: float = DEFAULT_MAX_ANALYSIS_TIME,
+               start_worker: bool = True) -> FastAPI:
+    """The oracle app on the tables in `directory` (tables.default_directory()
+    when None).
+
+    max_search_time caps the time a request may give a search (or an engine
+    move above the tables, or one ply of an analysis); max_line_time is how
+    long a perfect line or a perfect-play move that needs the progress
+    ranking may run before it is stopped; max_analysis_time caps the search
+    time of a whole analysis. With start_worker the search process is started
+    when the app starts (it opens its tables in the background), else on the
+    first request that needs it.
+    """
+    from .. import tables
+
+    directory = os.fspath(directory) if directory is not None else tables.default_directory()
+    if not os.path.isdir(directory):
+        raise InvalidArgumentError(f"no tables folder {directory}: build tables with `awele build`, or give --dir")
+    max_search_time = _check_limit("max_search_time", max_search_time)
+    max_line_time = _check_limit("max_line_time", max_line_time)
+    max_analysis_time = _check_limit("max_analysis_time", max_analysis_time)
+    static = _static_files()
+    tablebase = Tablebase(directory)
+    worker = Worker(directory)
+    limiters = {}
+
+    @asynccontextmanager
+    async def lifespan(app):
+        # One thread at a time reads the tablebase (its chunk caches are not
+        # thread-safe); one job at a time goes to the worker.
+        limiters["fast"] = anyio.CapacityLimiter(1)
+        limiters["slow"] = anyio.CapacityLimiter(1)
+        if start_worker:
+            await anyio.to_thread.run_sync(worker.start)
+        # Load the compiled kernels now rather than in the first request.
+        await anyio.to_thread.run_sync(oracle.warm_up, tablebase, limiter=limiters["fast"])
+        try:
+            yield
+        finally:
+            worker.close()
+            tablebase.close()
+
+    app = FastAPI(
+        title="awele oracle",
+        version=__version__,
+        description="Exact values of Awele (Oware, Abapa rules) positions from the endgame tables, and search "
+                    "above them. A value is the seeds the side to move captures from now on minus the seeds the "
+                    "other side captures, under perfect play. Errors: 400 with {\"error\": message} for a bad "
+                    "request; 503 when the server is busy or a computation ran past its limit.",
+        lifespan=lifespan,
+    )
+    app.add_middleware(_BodyLimitAndTiming)
+    _install_error_handlers(app)
+    app.state.tablebase = tablebase
+    app.state.worker = worker
+
+    async def fast(function, *args):
+        return await anyio.to_thread.run_sync(function, *args, limiter=limiters["fast"])
+
+    async def slow(job, args, timeout):
+        limiter = limiters["slow"]
+        if limiter.statistics().tasks_waiting >= MAX_WAITING_JOBS:
+            raise ServiceError("the server is busy with other searches; try again in a moment")
+        return await anyio.to_thread.run_sync(worker.call, job, args, timeout, limiter=limiter)
+
+    def game_of(request):
+        return oracle.parse_game(request.position, request.moves)
+
+    def refuse_finished(game):
+        if game.is_over():
+            south, north = game.result()
+            raise GameOverError(f"the game is over ({game.end_reason}): final score South {south:g}, North {north:g}")
+
+    def page(path):
+        content, media = static[path]
+        return Response(content, media_type=media, headers=PAGE_HEADERS)
+
+    # The page: three fixed files, nothing from the request reaches the filesystem.
+    for path in STATIC_FILES:
+        app.add_api_route(path, (lambda path=path: page(path)), methods=["GET"], include_in_schema=False)
+
+    @app.get("/api/info", summary="What this server holds and its limits")
+    def info():
+        return {
+            "version": __version__,
+            "layers": tablebase.layers(),
+            "max_search_time": max_search_time,
+            "max_line_time": max_line_time,
+            "max_analysis_time": max_analysis_time,
+            "max_line_plies": MAX_LINE_PLIES,
+            "cycles": list(CYCLES),
+        }
+
+    @app.post("/api/position", summary="Value, predicted score and every move's value from the tables")
+    async def position(request: GameRequest):
+        """The game's current position: houses, side to move, captured seeds,
+        legal moves and whether the game is over (with the final score; the
+        true repetition rule applies over `moves`). Where the tables hold the
+        position (`tables` true): its value for the side to move, the final
+        score perfect play predicts, and each legal move's value, predicted
+        score, outcome for the mover (win/draw/loss), best flag, and whether it
+        would repeat a position of the game. Where they do not (`tables`
+        false), ask /api/search."""
+
+        def answer():
+            return oracle.position_report(tablebase, game_of(request))
+
+        return await fast(answer)
+
+    @app.post("/api/line", summary="The perfect-play line from the game's position")
+    async def line(request: LineRequest):
+        """Both sides play best moves from the tables (the winner toward
+        converting), until the game ends by the rules or a position repeats
+        (the true rule), or after max_plies. Needs the position's table."""
+        game = await fast(game_of, request)
+        refuse_finished(game)
+        if not tablebase.has_layer(game.position.seeds):
+            raise MissingTableError(f"no table for {game.position.seeds} seeds in this server's folder: "
+                                    "a perfect line needs one (ask /api/search)")
+        return await slow("line", {"position": str(game.position), "moves": "", "max_plies": request.max_plies},
+                          max_line_time)
+
+    @app.post("/api/search", summary="Search above the tables, with its exact flag")
+    async def search(request: SearchRequest):
+        """Alpha-beta search of the game's position (the game's earlier
+        positions count for repetitions with cycles=own): the best move, its
+        value for the side to move, `exact` when proven (else the estimate of
+        the deepest finished depth), the principal line and, with move_values,
+        every legal move's value and whether it is exact. `time` is capped at
+        the server's max_search_time and the time used is returned."""
+        game = await fast(game_of, request)
+        refuse_finished(game)
+        seconds = min(request.time, max_search_time)
+        args = {"position": request.position, "moves": request.moves, "time": seconds, "cycles": request.cycles,
+                "move_values": request.move_values}
+        return await slow("search", args, 2 * seconds + JOB_GRACE)
+
+    @app.post("/api/engine", summary="The move awele plays: perfect play from the tables, else search")
+    async def engine(request: EngineRequest):
+        """The move awele plays in the game's position, with the true
+        repetition rule over the game: from the tables when they hold the
+        position (`source` "table", `exact` true), else by a search of `time`
+        seconds (capped) with the game's history (`source` "search"; `search`
+        holds the whole result)."""
+
+        def from_tables():
+            game = game_of(request)
+            refuse_finished(game)
+            if not tablebase.has_layer(game.position.seeds):
+                return game, None, None
+            try:
+                move, candidates = oracle.table_choice(tablebase, game)
+            except MissingTableError:
+                return game, None, None
+            return game, move, candidates
+
+        game, move, candidates = await fast(from_tables)
+        answer = {"position": str(game.position), "move": move, "source": oracle.TABLE, "exact": True,
+                  "search": None, "note": None}
+        if move is not None:
+            return answer
+        if candidates:
+            try:
+                answer["move"] = await slow("perfect_move", {"position": str(game.position), "candidates": candidates},
+                                            max_line_time)
+            except JobTimeout:
+                answer["move"] = candidates[0]
+                answer["note"] = (f"the progress ranking took longer than {max_line_time:g} s: "
+                                  "a best move by value, which may not make progress")
+            return answer
+        seconds = min(request.time, max_search_time)
+        found = await slow("engine_search", {"position": request.position, "moves": request.moves, "time": seconds},
+                           seconds + JOB_GRACE)
+        answer.update({"move": found["move"], "source": oracle.SEARCH, "exact": found["exact"], "search": found})
+        return answer
+
+    @app.post("/api/analyse", summary="Every ply of a game against perfect play")
+    async def analyse(request: AnalyseRequest):
+        """solver.analysis.analyse on the record (played from `position`, the
+        opening when left out): per ply the value before the move and of the
+        move played, the best moves, the seeds given away and a mark; a summary
+        per side. Plies above the tables are searched with `time_per_ply`
+        seconds each, capped at max_search_time and so that the whole analysis
+        searches at most max_analysis_time."""
+
+        def check():
+            game = oracle.parse_game(request.position, request.record)
+            return len(parse_record(request.record)), game
+
+        from ..analysis import MIN_TIME_PER_PLY
+
+        plies, game = await fast(check)
+        if plies == 0:
+            raise InvalidArgumentError("the record holds no moves: write them as '1. F b 2. D a'")
+        per_ply = max(MIN_TIME_PER_PLY, min(request.time_per_ply, max_search_time, max_analysis_time / plies))
+        args = {"record": request.record, "position": request.position, "time_per_ply": per_ply}
+        data = await slow("analyse", args, 2 * per_ply * plies + JOB_GRACE)
+        data["time_per_ply"] = per_ply
+        return data
+
+    return app

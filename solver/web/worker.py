@@ -1,0 +1,193 @@
+"""The oracle's slow work in a process of its own: searches, lines, perfect
+play that needs the tables' progress ranking, game analysis.
+
+Why a process and not a thread: the search kernel holds the GIL for a whole
+iteration, and a line in a large won endgame can take minutes (the progress
+ranking reads one table chunk per position). In a child process neither
+stalls the table lookups the server answers itself, and a job that runs past
+its time limit is stopped by ending the process, which a thread cannot be;
+the next job starts a fresh one.
+
+The child opens its own Tablebase and a Searcher on the same folder (which
+reads the smaller tables whole, up to the Searcher's default budget, never a
+layer of 25 seeds or more) and answers one job at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from multiprocessing.connection import Connection
+
+from ..errors import AweleError, MissingTableError
+from . import oracle
+
+START_TIMEOUT = 300.0  # seconds a fresh child may take to open its tables (layers to 20: about 10 s)
+
+
+class JobError(Exception):
+    """A job the child refused: a user error (`user` True, a 400) or a
+    failure of the tables or of the child itself (a 503)."""
+
+    def __init__(self, message, user=False):
+        super().__init__(message)
+        self.user = user
+
+
+class JobTimeout(Exception):
+    """A job ran past its time limit; the child was stopped."""
+
+
+def _run_job(tablebase, searcher, job, args):
+    if job == "search":
+        game = oracle.parse_game(args["position"], args["moves"])
+        return oracle.search_report(searcher, game, args["time"], args["cycles"], args["move_values"])
+    if job == "line":
+        game = oracle.parse_game(args["position"], args["moves"])
+        return oracle.line_report(tablebase, game.position, args["max_plies"])
+    if job == "perfect_move":
+        return oracle.perfect_move(tablebase, args["position"], args["candidates"])
+    if job == "engine_search":
+        game = oracle.parse_game(args["position"], args["moves"])
+        return searcher.search(game, time=args["time"], cycles="own").as_dict()
+    if job == "analyse":
+        from ..analysis import analyse
+
+        start = oracle.parse_game(args["position"], None).start
+        return analyse(args["record"], tablebase, searcher, time_per_ply=args["time_per_ply"], start=start).as_dict()
+    raise ValueError(f"unknown job {job!r}")
+
+
+def _main(connection, directory):
+    """The child: open the tables, say ready, then answer jobs until the pipe closes."""
+    from ..probe import Tablebase
+    from ..search import Searcher
+
+    try:
+        tablebase = Tablebase(directory)
+        searcher = Searcher(tablebase)
+    except Exception as error:  # reported to the server, which answers 503 with it
+        connection.send(("failed", f"the search process cannot open the tables: {error}"))
+        return
+    connection.send(("ready", None))
+    while True:
+        try:
+            job, args = connection.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = ("ok", _run_job(tablebase, searcher, job, args))
+        except MissingTableError as error:
+            reply = ("user", str(error))
+        except AweleError as error:
+            reply = ("user" if isinstance(error, ValueError) else "failed", str(error))
+        except Exception as error:  # a bug or damaged data: the server answers 503 with it
+            reply = ("failed", f"{type(error).__name__}: {error}")
+        connection.send(reply)
+
+
+class Worker:
+    """The child process (`python -m solver.web.worker`, so that nothing of
+    the server's main module runs again in it) and a socket pair to it; one
+    job at a time.
+
+    `call` starts the child when there is none (waiting up to START_TIMEOUT
+    for it to open its tables), sends the job and waits `timeout` seconds
+    for the answer; past that it ends the child and raises JobTimeout.
+    """
+
+    def __init__(self, directory):
+        self.directory = str(directory)
+        self._lock = threading.Lock()
+        self._process = None
+        self._connection = None
+        self._ready = False
+
+    def start(self):
+        """Start the child now (in the background: it opens its tables while
+        the server answers table lookups)."""
+        with self._lock:
+            self._ensure_started()
+
+    def _ensure_started(self):
+        if self._process is not None and self._process.poll() is None:
+            return
+        self._stop()
+        ours, theirs = socket.socketpair()
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        environment = dict(os.environ)
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "solver.web.worker", str(theirs.fileno()), self.directory],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=environment,
+                start_new_session=True,  # Ctrl-C in the terminal is the server's to handle; it ends us
+            )
+        finally:
+            theirs.close()
+        self._process, self._connection = process, Connection(ours.detach())
+        self._ready = False
+
+    def _wait_ready(self):
+        if self._ready:
+            return
+        if not self._connection.poll(START_TIMEOUT):
+            self._stop()
+            raise JobError("the search process did not start in time")
+        try:
+            status, message = self._connection.recv()
+        except (EOFError, OSError):
+            self._stop()
+            raise JobError("the search process stopped while opening the tables") from None
+        if status != "ready":
+            self._stop()
+            raise JobError(message)
+        self._ready = True
+
+    def call(self, job: str, args: dict, timeout: float):
+        """Run `job` with `args` in the child; its result, or JobError / JobTimeout."""
+        with self._lock:
+            self._ensure_started()
+            self._wait_ready()
+            try:
+                self._connection.send((job, args))
+                answered = self._connection.poll(timeout)
+                if answered:
+                    status, payload = self._connection.recv()
+            except (EOFError, OSError, BrokenPipeError):
+                self._stop()
+                raise JobError("the search process stopped unexpectedly; "
+                               "it is restarted for the next request") from None
+            if not answered:
+                self._stop()
+                raise JobTimeout(f"took longer than {timeout:g} s and was stopped")
+        if status == "ok":
+            return payload
+        raise JobError(payload, user=status == "user")
+
+    def _stop(self):
+        if self._connection is not None:
+            self._connection.close()
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._process = self._connection = None
+        self._ready = False
+
+    def close(self):
+        """End the child."""
+        with self._lock:
+            self._stop()
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _main(Connection(int(sys.argv[1])), sys.argv[2])
