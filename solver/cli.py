@@ -985,10 +985,8 @@ def serve(directory, host, port, max_search_time):
         import uvicorn
     except ImportError:
         raise UserError("the web oracle needs the web extra: pip install 'awele[web]'") from None
-    import socket
-
     from . import tables
-    from .web.app import create_app
+    from .web.app import create_app, listening_socket
 
     if not math.isfinite(max_search_time):
         raise UserError(f"--max-search-time must be a finite number of seconds, got {max_search_time}")
@@ -997,8 +995,7 @@ def serve(directory, host, port, max_search_time):
         raise UserError(f"no tables folder {directory}: build tables with `awele build`, or give --dir")
     app = create_app(directory, max_search_time=max_search_time)
     try:
-        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        listener = socket.create_server(address, family=family)
+        listener = listening_socket(host, port)
     except OSError as error:
         raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     bound_host, bound_port = listener.getsockname()[:2]
