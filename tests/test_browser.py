@@ -230,6 +230,15 @@ def test_play_by_clicking_undo_redo_and_check_the_values(server, browser, tableb
     browser.click("#redo")
     shown = wait_for_position(browser, positions[-1])
 
+    # The perfect line from the position shown, as the Tablebase plays it.
+    if not positions[-1].is_over():
+        browser.click("#show-line")
+        expected = tablebase.line(positions[-1])
+        wait_for(browser, lambda s: browser.script("return !document.getElementById('line').hidden"), "the line")
+        text = browser.script("return document.getElementById('line').textContent")
+        played = [part.split("(")[0] for part in text.split("\u2014")[0].split()]
+        assert played == expected.moves and f"ends: {expected.end_reason}" in text
+
     (tmp_path / "oracle.png").write_bytes(browser.screenshot())
     assert (tmp_path / "oracle.png").read_bytes().startswith(b"\x89PNG")
 
@@ -277,6 +286,20 @@ def test_play_against_perfect_play_and_set_up_positions(server, browser, tableba
     assert set(shown["values"]) == set(Position.from_string(shown["position"]).legal_moves())
     assert "for South" in shown["value"] and shown["error"] == ""
     (tmp_path / "oracle-search.png").write_bytes(browser.screenshot())
+
+    # The analysis of the game played: a row per ply, marks as solver.analysis gives them.
+    browser.type("#analyse-time", "0.05")
+    browser.click("#analyse")
+    rows = None
+    deadline = time.monotonic() + WAIT_SECONDS
+    while rows is None:
+        state = browser.script("return document.getElementById('analysis-result').dataset.state || ''")
+        assert state != "error" and time.monotonic() < deadline, f"analysis: {state}"
+        if state == "done":
+            rows = browser.script("return [...document.querySelectorAll('#analysis-result tbody tr')]"
+                                  ".map(row => row.cells[1].textContent)")
+        time.sleep(0.05)
+    assert [row.rstrip("?!") for row in rows] == ["1. F", "1... b", "2. D", "2... a"]
 
     # A bad position in the URL says why and shows the opening.
     browser.open(f"{server}/?position=9-9-9-9-9-9/9-9-9-9-9-9")

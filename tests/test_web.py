@@ -262,6 +262,10 @@ def test_search_above_the_tables_says_whether_it_is_exact_and_caps_the_time(clie
             assert move["exact"] and move["value"] == move["captured"] - tablebase.value(child)
     quick = ask(client, "/api/search", {"position": str(start), "time": 0.05, "move_values": False})
     assert quick["moves"] is None and quick["time"] == 0.05
+    # Too short for one ply: a legal move and no value, never an error.
+    instant = ask(client, "/api/search", {"position": str(start), "time": 1e-9})
+    assert instant["move"] in start.legal_moves()
+    assert all(m["value"] is None or isinstance(m["value"], int) for m in instant["moves"])
     table = ask(client, "/api/search", {"position": "0-1-2-0-1-1/2-0-1-0-0-1 S"})
     assert table["exact"] and table["source"] == "table"
     assert table["value"] == tablebase.value("0-1-2-0-1-1/2-0-1-0-0-1 S")

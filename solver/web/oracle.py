@@ -196,7 +196,8 @@ def perfect_move(tablebase, position: Position | str, candidates: list[str]) -> 
 
 def searched_moves(searcher, game: Game, time: float, cycles: str) -> list[dict]:
     """Every legal move's value by search: a share of `time` each, the game's
-    history counting for repetitions.
+    history counting for repetitions; None for a move whose search did not
+    finish one ply in its share.
 
     As Searcher.move_values, except that a move landing in a built table is
     valued from it at once (the Searcher would first compute a whole line of
@@ -221,14 +222,16 @@ def searched_moves(searcher, game: Game, time: float, cycles: str) -> list[dict]
                     value = None
             if value is None:
                 found = searcher.search(game, time=share, cycles=cycles)
-                value, exact = captured - found.value, found.exact
+                # No value when not even one ply finished in the time given.
+                value = None if found.value is None else captured - found.value
+                exact = found.exact
         finally:
             game.undo()
         rows.append({"move": move, "captured": captured, "value": value, "exact": exact,
-                     "outcome": _value_outcome(position, value)})
-    best = max(row["value"] for row in rows)
+                     "outcome": None if value is None else _value_outcome(position, value)})
+    best = max((row["value"] for row in rows if row["value"] is not None), default=None)
     for row in rows:
-        row["best"] = row["value"] == best
+        row["best"] = row["value"] is not None and row["value"] == best
     return rows
 
 

@@ -60,6 +60,7 @@ function setStatus(message) {
 }
 
 function signed(value) {
+  if (value === null || value === undefined) return "?";
   return value > 0 ? `+${value}` : `${value}`;
 }
 
@@ -169,7 +170,7 @@ function drawMoveValues(moves, exact) {
     const estimate = exact || row.exact ? "" : "~";
     const repeats = row.repeats ? " \u21bb" : "";
     mark.textContent = `${signed(row.value)}${estimate}${row.best ? " \u2605" : ""}${repeats}`;
-    mark.className = `mv ${row.outcome}`;
+    mark.className = `mv ${row.outcome || ""}`;
     button.classList.toggle("best", row.best);
     button.dataset.value = String(row.value);
     let title = `${row.move}: ${signed(row.value)}${estimate ? " (estimate)" : ""}`;
