@@ -1,0 +1,455 @@
+"""Game analysis: every ply of a game against perfect play.
+
+>>> with Tablebase("databases") as tablebase:                  # doctest: +SKIP
+...     report = analyse("1. F b 2. D a", tablebase, time_per_ply=1.0)
+...     [(p.move, p.value_before, p.value_after, p.given_away, p.mark) for p in report.plies]
+
+For each ply the analysis gives, from the view of the side that moved (the
+*mover*, as every value in this package): the value of the position before
+the move, the value of the move played (``value_after``: the seeds it
+captured minus the value of the position it left, for the opponent), the
+best moves and their value, and the seeds the move gave away,
+``best_value - value_after`` (never negative). A value is the seeds the mover
+captures from there on minus the seeds the opponent captures (RULES.md).
+
+Where the position's layer is in the tables, every value is exact and
+follows the tables' convention (endless play is an even split). Above the
+tables each legal move is searched (``Searcher.move_values``) with a share of
+``time_per_ply`` seconds and the true repetition rule over the game played so
+far; a ply is exact only when every move's search proved its value.
+
+Marks, from the seeds given away and the predicted result (the mover's
+captures so far plus the value, against the opponent's):
+
+- ``blunder`` (??): the move changes the predicted outcome, win, draw or loss
+  (at a ply whose values are estimates, only if it also gives away 4 or more);
+- ``mistake`` (?): it gives away MISTAKE_SEEDS (4) or more without changing it;
+- ``inaccuracy`` (?!): it gives away 1 to 3.
+
+A given-away of 2 leaves the mover one seed fewer at the end and the
+opponent one more.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import InvalidArgumentError, InvalidRecordError, MissingTableError
+from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, as_position, parse_record
+
+if TYPE_CHECKING:  # the table and search modules load numba kernels: imported when used
+    from .probe import Tablebase
+    from .search import Searcher
+
+INACCURACY_SEEDS = 1  # giving away at least this much is an inaccuracy
+MISTAKE_SEEDS = 4  # ... and at least this much a mistake
+MARK_SYMBOLS = {None: "", "inaccuracy": "?!", "mistake": "?", "blunder": "??"}
+MIN_TIME_PER_PLY = 0.01  # seconds; a ply's legal moves share it, and each needs time for one iteration
+SOURCES = ("table", "search")
+
+
+@dataclass
+class MoveScore:
+    """One legal move at a ply: its letter, the seeds it captures, its value
+    for the mover and whether that value is exact."""
+
+    move: str
+    captured: int
+    value: int
+    exact: bool
+
+    def as_dict(self) -> dict:
+        """Plain JSON-able data."""
+        return {"move": self.move, "captured": self.captured, "value": self.value, "exact": self.exact}
+
+
+@dataclass
+class PlyAnalysis:
+    """One ply of the game, judged against perfect play.
+
+    ply: 1 for the first move of the record; move_number, side ("South" or
+    "North") and move (its letter) as in the record; position and
+    position_after: the positions before and after the move, as text;
+    seeds: on the board before the move; captured: seeds the move took.
+
+    Values, all from the mover's view (seeds the mover captures from the
+    position before the move on, minus the opponent's): value_before, the
+    position's value; value_after, the played move's value (seeds it captured
+    minus the value of the position it left, for the opponent); best_value
+    and best_moves, the best moves' value and letters; given_away,
+    best_value - value_after (>= 0; 0 when a best move was played); mark:
+    None, "inaccuracy", "mistake" or "blunder" (see the module docstring).
+
+    source: "table" (every value exact, endless play scored 0 as in the
+    tables) or "search" (above the tables: the true repetition rule over the
+    game played so far); exact: every value of the ply is proven; cycles:
+    the repetition convention of the values, "split" for the tables, "own"
+    for the search; moves: every legal move's MoveScore, in sowing order.
+    """
+
+    ply: int
+    move_number: int
+    side: str
+    move: str
+    position: str
+    position_after: str
+    seeds: int
+    captured: int
+    value_before: int
+    value_after: int
+    best_value: int
+    best_moves: list[str]
+    given_away: int
+    mark: str | None
+    exact: bool
+    source: str
+    cycles: str
+    moves: list[MoveScore] = field(default_factory=list)
+
+    @property
+    def symbol(self) -> str:
+        """The mark as a chess-style suffix: "", "?!", "?" or "??"."""
+        return MARK_SYMBOLS[self.mark]
+
+    @property
+    def notation(self) -> str:
+        """The move as in a record, with its mark: ``12. C?`` or ``12... c``."""
+        dots = "." if self.side == SIDE_NAMES[SOUTH] else "..."
+        return f"{self.move_number}{dots} {self.move}{self.symbol}"
+
+    def as_dict(self) -> dict:
+        """Plain JSON-able data (ints, strings, booleans, None, lists)."""
+        return {
+            "ply": self.ply,
+            "move_number": self.move_number,
+            "side": self.side,
+            "move": self.move,
+            "notation": self.notation,
+            "position": self.position,
+            "position_after": self.position_after,
+            "seeds": self.seeds,
+            "captured": self.captured,
+            "value_before": self.value_before,
+            "value_after": self.value_after,
+            "best_value": self.best_value,
+            "best_moves": list(self.best_moves),
+            "given_away": self.given_away,
+            "mark": self.mark,
+            "exact": self.exact,
+            "source": self.source,
+            "cycles": self.cycles,
+            "moves": [m.as_dict() for m in self.moves],
+        }
+
+
+@dataclass
+class SideSummary:
+    """One side's account over the game: moves analysed, how many were best,
+    seeds given away in all, the marks, and whether all its plies are exact."""
+
+    side: str
+    moves: int = 0
+    best_moves: int = 0
+    given_away: int = 0
+    inaccuracies: int = 0
+    mistakes: int = 0
+    blunders: int = 0
+    exact: bool = True
+
+    def add(self, ply: PlyAnalysis) -> None:
+        """Count one of this side's plies."""
+        self.moves += 1
+        self.best_moves += ply.given_away == 0
+        self.given_away += ply.given_away
+        self.inaccuracies += ply.mark == "inaccuracy"
+        self.mistakes += ply.mark == "mistake"
+        self.blunders += ply.mark == "blunder"
+        self.exact = self.exact and ply.exact
+
+    def as_dict(self) -> dict:
+        """Plain JSON-able data."""
+        return {
+            "side": self.side,
+            "moves": self.moves,
+            "best_moves": self.best_moves,
+            "given_away": self.given_away,
+            "inaccuracies": self.inaccuracies,
+            "mistakes": self.mistakes,
+            "blunders": self.blunders,
+            "exact": self.exact,
+        }
+
+
+@dataclass
+class Analysis:
+    """A whole game analysed.
+
+    start: the start position (text); record: the moves as a record
+    (``1. F b 2. D a``); plies: a PlyAnalysis per move; south, north: each
+    side's SideSummary; position: the position after the last move; over,
+    end_reason, result: whether the game has ended, why ("25 seeds",
+    "24-24", "no feeding move", "no seeds to move", "repetition") and the
+    final (South, North) totals, else False, None, None; exact: every ply
+    exact; time_per_ply, max_tables: the limits the analysis ran with.
+    """
+
+    start: str
+    record: str
+    plies: list[PlyAnalysis]
+    south: SideSummary
+    north: SideSummary
+    position: str
+    over: bool
+    end_reason: str | None
+    result: tuple[int, int] | None
+    exact: bool
+    time_per_ply: float | None
+    max_tables: int | None
+
+    def summary(self, side: str) -> SideSummary:
+        """The SideSummary of "S"/"South" or "N"/"North"."""
+        key = {"S": SOUTH, "SOUTH": SOUTH, "N": NORTH, "NORTH": NORTH}.get(str(side).upper())
+        if key is None:
+            raise InvalidArgumentError(f"side must be S, N, South or North, got {side!r}")
+        return self.south if key == SOUTH else self.north
+
+    def as_dict(self) -> dict:
+        """Plain JSON-able data (ints, strings, booleans, None, lists, dicts)."""
+        return {
+            "start": self.start,
+            "record": self.record,
+            "plies": [p.as_dict() for p in self.plies],
+            "summary": {"South": self.south.as_dict(), "North": self.north.as_dict()},
+            "position": self.position,
+            "over": self.over,
+            "end_reason": self.end_reason,
+            "result": None if self.result is None else [int(x) for x in self.result],
+            "exact": self.exact,
+            "time_per_ply": self.time_per_ply,
+            "max_tables": self.max_tables,
+        }
+
+
+def analyse(
+    game: Game | str,
+    tablebase: Tablebase | str | os.PathLike | None,
+    searcher: Searcher | None = None,
+    time_per_ply: float | None = 1.0,
+    max_tables: int | None = None,
+    *,
+    start: Position | str | None = None,
+    progress: Callable[[PlyAnalysis], None] | None = None,
+) -> Analysis:
+    """Analyse every ply of `game` against perfect play; return an Analysis.
+
+    `game`: a Game, or a record such as ``"1. F b 2. D a"`` played from
+    `start` (a Position or its notation; the opening when None). A record
+    that cannot be read, holds no move or plays an illegal move raises
+    InvalidRecordError naming the move; a Game with no moves gives an
+    Analysis without plies.
+
+    `tablebase`: a probe.Tablebase or the folder of the tables. Positions
+    with at most `max_tables` seeds (every layer in the folder when None)
+    whose tables are there are answered from them. Positions above are
+    searched by `searcher` (a search.Searcher; one is made on the same
+    tables when None) with `time_per_ply` seconds shared by the legal moves
+    and the true repetition rule over the game played so far. With
+    `time_per_ply` None nothing is searched: a position above the tables
+    raises MissingTableError.
+
+    `progress`, if given, is called with each PlyAnalysis as it is done.
+    """
+    game = _replayable(game, start)
+    if time_per_ply is not None and (
+        isinstance(time_per_ply, bool) or not isinstance(time_per_ply, (int, float))
+        or not math.isfinite(time_per_ply) or time_per_ply < MIN_TIME_PER_PLY
+    ):
+        raise InvalidArgumentError(
+            f"time_per_ply must be a finite number of seconds >= {MIN_TIME_PER_PLY}, or None, got {time_per_ply!r}")
+    if max_tables is not None and (isinstance(max_tables, bool) or not isinstance(max_tables, int)
+                                   or not 0 <= max_tables <= 48):
+        raise InvalidArgumentError(f"max_tables must be an integer 0..48, or None, got {max_tables!r}")
+
+    opened = None
+    if tablebase is None or isinstance(tablebase, (str, bytes)) or hasattr(tablebase, "__fspath__"):
+        from .probe import Tablebase
+
+        tablebase = opened = Tablebase(os.fsdecode(tablebase) if tablebase is not None else None)
+    try:
+        judge = _Judge(tablebase, searcher, time_per_ply, max_tables)
+        replay = Game(game.start)
+        plies = []
+        summaries = {SOUTH: SideSummary(SIDE_NAMES[SOUTH]), NORTH: SideSummary(SIDE_NAMES[NORTH])}
+        number = 1
+        for ply_index, move in enumerate(game.moves):
+            before = replay.position
+            source, cycles, value_before, scores = judge.scores(replay)
+            played = next(s for s in scores if s.move == move)
+            best_value = max(s.value for s in scores)
+            exact = all(s.exact for s in scores)
+            captured = replay.play(move)
+            ply = PlyAnalysis(
+                ply=ply_index + 1,
+                move_number=number,
+                side=SIDE_NAMES[before.to_move],
+                move=move,
+                position=str(before),
+                position_after=str(replay.position),
+                seeds=before.seeds,
+                captured=int(captured),
+                value_before=int(value_before),
+                value_after=played.value,
+                best_value=int(best_value),
+                best_moves=[s.move for s in scores if s.value == best_value],
+                given_away=int(best_value - played.value),
+                mark=mark_move(before, best_value, played.value, exact),
+                exact=exact,
+                source=source,
+                cycles=cycles,
+                moves=scores,
+            )
+            plies.append(ply)
+            summaries[before.to_move].add(ply)
+            if before.to_move == NORTH:
+                number += 1
+            if progress is not None:
+                progress(ply)
+    finally:
+        if opened is not None:
+            opened.close()
+    result = game.result()
+    return Analysis(
+        start=str(game.start),
+        record=game.record(),
+        plies=plies,
+        south=summaries[SOUTH],
+        north=summaries[NORTH],
+        position=str(game.position),
+        over=game.is_over(),
+        end_reason=game.end_reason,
+        result=None if result is None else (int(result[0]), int(result[1])),
+        exact=all(p.exact for p in plies),
+        time_per_ply=None if time_per_ply is None else float(time_per_ply),
+        max_tables=max_tables,
+    )
+
+
+def outcome_class(position: Position, value: float) -> int:
+    """+1, 0 or -1: the result the mover of `position` gets if the seeds on
+    the board split as `value` says (his captures so far plus (n + value) / 2
+    against the opponent's plus (n - value) / 2): a win, a draw or a loss."""
+    mine, theirs = position.mover_captured()
+    margin = mine - theirs + value
+    return (margin > 0) - (margin < 0)
+
+
+def mark_move(position: Position, best_value: int, played_value: int, exact: bool = True) -> str | None:
+    """The mark of a move worth `played_value` in `position` where the best
+    move is worth `best_value`: None, "inaccuracy", "mistake" or "blunder"
+    (see the module docstring). With estimated values (`exact` False) a
+    change of outcome is a blunder only when the move also gives away
+    MISTAKE_SEEDS or more: an estimate scores the seeds left at its horizon
+    as an even split, so estimates hover around a draw and a seed or two
+    across it says little."""
+    given_away = best_value - played_value
+    if given_away < INACCURACY_SEEDS:
+        return None
+    changes_outcome = outcome_class(position, played_value) != outcome_class(position, best_value)
+    if changes_outcome and (exact or given_away >= MISTAKE_SEEDS):
+        return "blunder"
+    return "mistake" if given_away >= MISTAKE_SEEDS else "inaccuracy"
+
+
+def _replayable(game, start):
+    """The Game to analyse, from a Game or a record and a start position."""
+    if isinstance(game, Game):
+        if start is not None:
+            raise InvalidArgumentError("give the start position in the Game or as start=, not both")
+        return game
+    if not isinstance(game, str):
+        raise InvalidRecordError(f"a game must be a Game or a record such as '1. F b 2. D a', "
+                                 f"got {type(game).__name__}")
+    if not parse_record(game):
+        raise InvalidRecordError("the record holds no moves: write them as '1. F b 2. D a'")
+    return Game.from_record(game, None if start is None else as_position(start))
+
+
+class _Judge:
+    """Every legal move's value at a ply: from the tables where they reach,
+    else by search (made on first need)."""
+
+    def __init__(self, tablebase, searcher, time_per_ply, max_tables):
+        self.tablebase = tablebase
+        self.searcher = searcher
+        self.time_per_ply = time_per_ply
+        self.max_tables = max_tables
+        self._warmed = False
+
+    def scores(self, game):
+        """(source, cycles, value, [MoveScore]) for the position `game` is in."""
+        position = game.position
+        found = self._from_tables(position)
+        if found is not None:
+            value, scores = found
+            return "table", "split", value, scores
+        if self.time_per_ply is None:
+            raise MissingTableError(self._why_no_table(position))
+        searcher = self._searcher()
+        if not self._warmed:
+            # A Searcher clears its transposition table the first time it is
+            # asked for another repetition rule, inside the timed search; do
+            # that here so each move gets its whole share of the time.
+            searcher.search(game, depth=1, cycles="own")
+            self._warmed = True
+        scores = [MoveScore(move, int(captured), int(value), bool(exact))
+                  for move, captured, value, exact in searcher.move_values(game, time=self.time_per_ply, cycles="own")]
+        return "search", "own", max(s.value for s in scores), scores
+
+    def _from_tables(self, position):
+        """(value, [MoveScore]) from the tables, or None when they do not reach."""
+        seeds = position.seeds
+        if (self.max_tables is not None and seeds > self.max_tables) or not self.tablebase.has_layer(seeds):
+            return None
+        try:
+            value = self.tablebase.value(position)
+            scores = [MoveScore(m.move, int(m.captured), int(m.value), True) for m in self.tablebase.moves(position)]
+        except MissingTableError:
+            return None  # a layer a move reaches is missing: search
+        return int(value), scores
+
+    def _why_no_table(self, position):
+        seeds = position.seeds
+        if self.max_tables is not None and seeds > self.max_tables:
+            why = f"it has more than max_tables={self.max_tables} seeds"
+        else:
+            from . import tables
+
+            missing = [n for n in range(seeds + 1) if not self.tablebase.has_layer(n)] or [seeds]
+            why = (f"layer {missing[-1]} is not built in {self.tablebase.directory}: "
+                   f"{tables.build_advice(missing[-1], self.tablebase.directory)}")
+        return f"no table answers {position} ({seeds} seeds): {why}; and searching is off (time_per_ply=None)"
+
+    def _searcher(self):
+        if self.searcher is None:
+            from .index import layer_size
+            from .search import DEFAULT_TABLE_BYTES, Searcher
+
+            if self.max_tables is None:
+                self.searcher = Searcher(self.tablebase)
+            else:
+                # Exactly the layers up to max_tables in memory, as far as the
+                # search's usual budget allows.
+                fits, used = -1, 0
+                while fits < self.max_tables and used + layer_size(fits + 1) <= DEFAULT_TABLE_BYTES:
+                    fits += 1
+                    used += layer_size(fits)
+                self.searcher = Searcher(self.tablebase, max_table_seeds=max(0, fits))
+        return self.searcher
+
+
+__all__ = ["Analysis", "MoveScore", "PlyAnalysis", "SideSummary", "analyse", "mark_move", "outcome_class",
+           "INACCURACY_SEEDS", "MISTAKE_SEEDS"]
