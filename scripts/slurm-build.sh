@@ -41,8 +41,13 @@ awele plan --max-seeds "$MAX_SEEDS" --processes "${SLURM_JOB_NUM_NODES:-1}" --th
 
 # srun starts one process a node (--ntasks-per-node=1); with an MPI that srun cannot
 # launch, use: mpiexec -n "$SLURM_JOB_NUM_NODES" -ppn 1 awele build ...
+status=0
 srun --mpi="${AWELE_SRUN_MPI:-pmi2}" awele build --max-seeds "$MAX_SEEDS" --dir "$AWELE_DATABASES" \
     --threads "$THREADS" "${MEMORY_OPTION[@]}" \
-    --checkpoint-dir "$CHECKPOINTS" --checkpoint-interval "${AWELE_CHECKPOINT_INTERVAL:-1800}" --json
+    --checkpoint-dir "$CHECKPOINTS" --checkpoint-interval "${AWELE_CHECKPOINT_INTERVAL:-1800}" --json || status=$?
+if [[ $status -ne 0 ]]; then
+    echo "awele: the build stopped (status $status); submit the same job again to resume it" >&2
+    exit "$status"
+fi
 
 awele info --dir "$AWELE_DATABASES"

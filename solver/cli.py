@@ -235,6 +235,8 @@ def _distributed_failure(exchange, error):
     if exchange.size == 1:
         raise error
     if isinstance(error, KeyboardInterrupt):
+        if exchange.rank != 0:  # mpiexec passes Ctrl-C to every process: one says so
+            exchange.abort(130)
         message = "aborted"
     elif isinstance(error, (AweleError, click.ClickException, OSError)):
         message = f"error: process {exchange.rank} of {exchange.size}: " + (
