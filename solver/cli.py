@@ -829,17 +829,19 @@ def analyse_command(record, start, directory, time_per_ply, max_tables, as_json)
         with tqdm(desc="analysing", unit="ply", disable=not show_bar, file=sys.stderr, leave=False) as bar:
             report = analyse(record, tablebase, time_per_ply=time_per_ply, max_tables=max_tables, start=first,
                              progress=lambda ply: bar.update(1))
+        layers = [n for n in tablebase.layers() if max_tables is None or n <= max_tables]
     if as_json:
         emit_json(report.as_dict())
         return
-    _echo_analysis(report)
+    reach = f"tables to {max(layers)} seeds" if layers else "no tables"
+    _echo_analysis(report, f"{reach}; above them {time_per_ply:g} s of search a ply, true repetition rule")
 
 
-def _echo_analysis(report):
+def _echo_analysis(report, how):
     def value(number, exact):
         return f"{number:+d}{'' if exact else '~'}"
 
-    click.echo(f"start: {report.start}")
+    click.echo(f"start: {report.start}   ({how})")
     click.echo(f"{'ply':>4}  {'move':<10} {'seeds':>5} {'before':>6} {'played':>6} {'given':>5}  {'best':<12} source")
     for ply in report.plies:
         played_exact = next(m.exact for m in ply.moves if m.move == ply.move)
@@ -850,16 +852,17 @@ def _echo_analysis(report):
         )
     for summary in (report.south, report.north):
         marks = f"{summary.inaccuracies} ?!, {summary.mistakes} ?, {summary.blunders} ??"
-        click.echo(f"{summary.side}: {summary.moves} moves, {summary.best_moves} best, gave away "
-                   f"{summary.given_away} ({marks})" + ("" if summary.exact else ", some values estimated"))
+        moves = f"{summary.moves} move{'' if summary.moves == 1 else 's'}"
+        click.echo(f"{summary.side}: {moves}, {summary.best_moves} best, gave away {summary.given_away} ({marks})"
+                   + ("" if summary.exact else ", some values estimated"))
     if report.over:
         position = Position.from_string(report.position)
         click.echo(f"game over ({report.end_reason}): {_score_text(position, report.result)}")
     else:
         click.echo(f"the game goes on: {report.position}")
-    click.echo("values for the mover: seeds he captures from the position on minus the opponent's, under perfect "
-               "play; played: the move's value;\ngiven: best - played; ~ an estimate (searched, not proven); "
-               "?! 1-3 given away, ? 4 or more, ?? changes win/draw/loss")
+    click.echo("before, played: values for the mover (his captures from there on minus the opponent's, under "
+               "perfect play); given: best - played")
+    click.echo("~ an estimate (searched, not proven); ?! gives away 1-3, ? 4 or more, ?? changes win/draw/loss")
 
 
 cli.add_command(analyse_command, name="analyze")
