@@ -24,6 +24,7 @@ from .errors import GameOverError, InvalidPositionError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position, as_position
 from .layers import LayerStore
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play, terminal_value
+from .retrograde import NOT_IN_USE, move_value
 
 WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
 CACHE_CHUNKS = 64  # checked chunks kept per open file (64 of 256 Ki positions: 16 MiB)
@@ -43,16 +44,14 @@ def value_packed(mover, opponent, flat, starts, loaded):
         if not loaded[seeds]:
             return NOT_TERMINAL
         return np.int64(flat[starts[seeds] + index.rank_packed(mover, opponent, seeds)])
-    best = -1000
+    best = NOT_IN_USE
     mask = legal_mask(mover, opponent)
     for house in range(ROW):
         if mask & (1 << house):
             captured, child_mover, child_opponent = play(mover, opponent, house)
-            child_seeds = seeds - captured
-            if not loaded[child_seeds]:
+            value = move_value(captured, child_mover, child_opponent, seeds, flat, starts, loaded)
+            if value == NOT_IN_USE:
                 return NOT_TERMINAL
-            child = flat[starts[child_seeds] + index.rank_packed(child_mover, child_opponent, child_seeds)]
-            value = captured - np.int64(child)
             if value > best:
                 best = value
     return best
@@ -182,21 +181,27 @@ class Tablebase:
 
     # Values ----------------------------------------------------------------------
 
-    def _board_value(self, board):
-        """d of a mover-view board (12 ints)."""
-        return self._analysed_value(index.analyse(np.asarray(board, dtype=np.uint8)))
+    def _move_values(self, analysis, known=None):
+        """[(house, seeds captured, value)] of the legal moves of an analysed
+        board (index.analyse), value = captured - d(child); `known` holds
+        child values already looked up, by (layer, rank)."""
+        mask, _, seeds, _, captured, _, child_ranks = analysis
+        moves = []
+        for house in range(ROW):
+            if mask & (1 << house):
+                taken = int(captured[house])
+                key = (int(seeds) - taken, int(child_ranks[house]))
+                child = known[key] if known is not None else self._lookup(*key)
+                moves.append((house, taken, taken - child))
+        return moves
 
     def _analysed_value(self, analysis):
-        mask, terminal, seeds, rank, captured, _, child_ranks = analysis
+        _, terminal, seeds, rank, _, _, _ = analysis
         if terminal != NOT_TERMINAL:
             return int(terminal)
         if rank >= 0:
             return self._lookup(int(seeds), int(rank))
-        return max(
-            int(captured[h]) - self._lookup(int(seeds - captured[h]), int(child_ranks[h]))
-            for h in range(ROW)
-            if mask & (1 << h)
-        )
+        return max(value for _, _, value in self._move_values(analysis))
 
     def get(self, position: Position | str, default: Any = None) -> Any:
         """The value of `position`, or `default` when a layer it needs is not built."""
@@ -230,13 +235,8 @@ class Tablebase:
         position = as_position(position)
         if position.is_over():
             return []
-        mask, _, seeds, _, captured, _, child_ranks = position.analysis()
         letters = HOUSE_LETTERS[position.to_move]
-        return [
-            MoveValue(letters[h], int(captured[h]), int(captured[h]) - self._lookup(int(seeds - captured[h]), int(child_ranks[h])))
-            for h in range(ROW)
-            if mask & (1 << h)
-        ]
+        return [MoveValue(letters[h], captured, value) for h, captured, value in self._move_values(position.analysis())]
 
     def best_moves(self, position: Position | str) -> list[str]:
         """The letters of the moves that keep the position's value."""
@@ -284,22 +284,28 @@ class Tablebase:
 
     # Lines -----------------------------------------------------------------------
 
-    def _best_edges(self, board):
-        """(value, [(house, captured, child board or None if it leaves the layer)])
-        of the best moves of a mover-view board."""
-        mover, opponent = pack(np.asarray(board, dtype=np.uint8))
-        mask = legal_mask(mover, opponent)
-        edges = []
-        for house in range(ROW):
-            if mask & (1 << house):
-                captured, child_mover, child_opponent = play(mover, opponent, house)
-                child = tuple(int(x) for x in index.unpack(child_mover, child_opponent))
-                value = int(captured) - self._board_value(child)
-                edges.append((value, house, int(captured), child))
-        if not edges:
-            return None, []
-        best = max(e[0] for e in edges)
-        return best, [(h, c, child) for v, h, c, child in edges if v == best]
+    def _best_edges(self, boards):
+        """{board: (value, [(house, captured, child board)] of its best moves)}
+        for mover-view boards (tuples of 12 ints); value None and no moves
+        for a board where the game is over. The children's values are looked
+        up in (layer, rank) order, so that a chunk of a file is read once for
+        all the boards."""
+        analyses = [index.analyse(np.array(board, dtype=np.uint8)) for board in boards]
+        keys = sorted({(int(seeds) - int(captured[h]), int(child_ranks[h]))
+                       for mask, _, seeds, _, captured, _, child_ranks in analyses
+                       for h in range(ROW) if mask & (1 << h)})
+        known = {key: self._lookup(*key) for key in keys}
+        edges = {}
+        for board, analysis in zip(boards, analyses):
+            moves = self._move_values(analysis, known)
+            if not moves:
+                edges[board] = (None, [])
+                continue
+            best = max(value for _, _, value in moves)
+            children = analysis[5]
+            edges[board] = (best, [(house, captured, tuple(int(x) for x in children[house]))
+                                   for house, captured, value in moves if value == best])
+        return edges
 
     def _progress(self, board, limit=200_000):
         """Attractor ranks toward leaving the layer, for the side winning `board`.
@@ -310,51 +316,58 @@ class Tablebase:
         position where the winner's best move captures (leaves the layer) or
         the loser's every best move does; a winner's position gets 1 + the
         smallest rank of its best children, a loser's 1 + the largest. The
-        winner then plays toward the smallest rank. Returns {board: rank}, or
-        None when the graph exceeds `limit` positions.
+        winner then plays toward the smallest rank.
+
+        The graph is explored a ply at a time (breadth first) and ranked as
+        far as it is explored, a position not yet explored counting as never
+        ranked. A rank found that way is an upper bound, and exact for a
+        position t plies from `board` whose rank is at most R - t when every
+        position within R plies is explored: all its rank rests on is. So
+        exploring stops once `board` has a rank no larger than R. Its rank
+        is then exact, so are its best children's at rank - 1 (the others'
+        are larger), and so is the rank of every position a line following
+        the ranks then meets. Only the positions within rank(board) plies or
+        so are looked up, not the whole graph of best moves, which in a large
+        layer read a chunk at a time takes minutes. Returns {board: rank} of
+        the ranked positions, or None when more than `limit` positions would
+        be explored.
         """
         root = tuple(int(x) for x in board)
-        value, _ = self._best_edges(root)
+        value, _ = self._best_edges([root])[root]
         if value is None or value <= 0:
             return None
-        nodes = {}
-        stack = [(root, True)]
-        while stack:
-            node, winner = stack.pop()
-            if node in nodes:
-                continue
-            if len(nodes) >= limit:
+        nodes = {}  # board -> (winner to move, best edges)
+        level = {root: True}
+        radius = -1  # every position within `radius` plies of the root is explored
+        ranked_at = 0
+        again_at = None  # the radius at which to rank again: the root's rank so far
+        while level:
+            if len(nodes) + len(level) > limit:
                 return None
-            _, edges = self._best_edges(node)
-            nodes[node] = (winner, edges)
-            for house, captured, child in edges:
-                if captured == 0 and sum(child) > 0:
-                    stack.append((child, not winner))
-        parents = {node: [] for node in nodes}
-        waiting = {}
-        rank = {}
-        frontier = []
-        for node, (winner, edges) in nodes.items():
-            inner = [child for _, captured, child in edges if captured == 0 and child in nodes]
-            exits = len(edges) - len(inner)
-            for child in inner:
-                parents[child].append(node)
-            if (winner and (exits or not edges)) or (not winner and not inner):
-                rank[node] = 0
-                frontier.append(node)
-            waiting[node] = len(inner)
-        while frontier:
-            following = []
-            for child in frontier:
-                for parent in parents[child]:
-                    if parent in rank:
-                        continue
-                    winner = nodes[parent][0]
-                    waiting[parent] -= 1
-                    if winner or waiting[parent] == 0:
-                        rank[parent] = rank[child] + 1
-                        following.append(parent)
-            frontier = following
+            for node, (_, edges) in self._best_edges(list(level)).items():
+                nodes[node] = (level[node], edges)
+            following = {}
+            for node in level:
+                winner, edges = nodes[node]
+                for _, captured, child in edges:
+                    if captured == 0 and child not in nodes:
+                        following[child] = not winner
+            level = following
+            radius += 1
+            # Ranking is a pass over what is explored: done each time that has
+            # grown by a tenth until the root is ranked, then when the radius
+            # reaches its rank (which can only fall as more is explored).
+            if again_at is not None:
+                due = radius >= again_at
+            else:
+                due = len(nodes) >= 1.1 * ranked_at
+            if due or not level:
+                ranked_at = len(nodes)
+                rank = _attractor(nodes)
+                if root in rank:
+                    if rank[root] <= radius or not level:
+                        return rank
+                    again_at = rank[root]
         return rank
 
     def line(self, position: Position | str, max_plies: int = 200) -> Line:
@@ -421,6 +434,38 @@ class Tablebase:
         if position.to_move == "S":
             return south + mover_share, north + other_share
         return south + other_share, north + mover_share
+
+
+def _attractor(nodes):
+    """{board: rank} over explored best-move graph `nodes` ({board: (winner to
+    move, [(house, captured, child)])}, see Tablebase._progress); a child not
+    in `nodes` is never ranked."""
+    parents = {node: [] for node in nodes}
+    waiting = {}
+    rank = {}
+    frontier = []
+    for node, (winner, edges) in nodes.items():
+        inner = [child for _, captured, child in edges if captured == 0]
+        for child in inner:
+            if child in parents:
+                parents[child].append(node)
+        if (winner and (len(inner) < len(edges) or not edges)) or (not winner and not inner):
+            rank[node] = 0
+            frontier.append(node)
+        waiting[node] = len(inner)
+    while frontier:
+        following = []
+        for child in frontier:
+            for parent in parents[child]:
+                if parent in rank:
+                    continue
+                winner = nodes[parent][0]
+                waiting[parent] -= 1
+                if winner or waiting[parent] == 0:
+                    rank[parent] = rank[child] + 1
+                    following.append(parent)
+        frontier = following
+    return rank
 
 
 def _refuse_finished(position):

@@ -431,15 +431,19 @@ def _explore_component(mover0, opponent0, seeds, flat, starts, loaded, partial, 
                 continue
             captured, cm, co = play(mover, opponent, house)
             if captured > 0:
-                child_seeds = seeds - captured
-                if legal_mask(cm, co) == 0:
-                    child = terminal_value(cm, co)
-                else:
-                    child = known_value(cm, co, child_seeds, flat, starts, loaded, partial, partial_starts)
-                    if child == NOT_TERMINAL:
-                        return _no_component(2, size)
-                if captured - child > best:
-                    best = captured - child
+                value = retrograde.move_value(captured, cm, co, seeds, flat, starts, loaded)
+                if value == retrograde.NOT_IN_USE:
+                    # No table in memory for the child's layer: a terminal
+                    # child, or one an earlier component solved.
+                    if legal_mask(cm, co) == 0:
+                        child = terminal_value(cm, co)
+                    else:
+                        child = known_value(cm, co, seeds - captured, flat, starts, loaded, partial, partial_starts)
+                        if child == NOT_TERMINAL:
+                            return _no_component(2, size)
+                    value = captured - child
+                if value > best:
+                    best = value
                 continue
             slot = _hash_slot(cm, co, mask)
             while slots[slot] >= 0 and not (movers[slots[slot]] == cm and opponents[slots[slot]] == co):

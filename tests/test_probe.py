@@ -118,6 +118,66 @@ def test_lines_end_with_the_score_the_value_predicts(tablebase):
     assert checked > 30
 
 
+def full_graph_ranks(tablebase, board):
+    """Reference for Tablebase._progress: the whole graph of best moves
+    reachable without a capture, ranked by the definition, one rank at a time."""
+    root = tuple(int(x) for x in board)
+    nodes = {}
+    stack = [(root, True)]
+    while stack:
+        node, winner = stack.pop()
+        if node not in nodes:
+            nodes[node] = (winner, tablebase._best_edges([node])[node][1])
+            stack.extend((child, not winner) for _, captured, child in nodes[node][1] if captured == 0)
+    rank = {}
+    for k in range(len(nodes) + 1):
+        found = {}
+        for node, (winner, edges) in nodes.items():
+            inner = [child for _, captured, child in edges if captured == 0]
+            if node in rank:
+                continue
+            if winner:
+                ranked = len(inner) < len(edges) or not edges or any(rank.get(c, k) < k for c in inner)
+            else:
+                ranked = all(c in rank for c in inner)
+            if ranked:
+                found[node] = k
+        if not found:
+            break
+        rank.update(found)
+    return rank
+
+
+def test_progress_ranks_and_lines_match_the_whole_graph(tablebase, monkeypatch):
+    """_progress explores only about rank(board) plies; its ranks must be upper
+    bounds, exact at the root and its best children, so that a line is the
+    one the whole graph's ranks give."""
+    rng = random.Random(12)
+    checked = 0
+    lines = []
+    for seeds in range(4, 13):
+        for position in random_positions(seeds, 6, rng):
+            if position.is_over() or tablebase.value(position) <= 0:
+                continue
+            board = tuple(int(x) for x in position.mover_board())
+            reference = full_graph_ranks(tablebase, board)
+            found = tablebase._progress(board)
+            assert found[board] == reference[board], str(position)
+            assert all(found[node] >= reference[node] for node in found), str(position)
+            _, edges = tablebase._best_edges([board])[board]
+            children = [child for _, captured, child in edges if captured == 0]
+            if children and len(edges) == len(children):
+                low = min(reference.get(c, 10**9) for c in children)
+                assert ({c for c in children if found.get(c) == low}
+                        == {c for c in children if reference.get(c) == low}), str(position)
+            lines.append((position, tablebase.line(position, max_plies=400).moves))
+            checked += 1
+    assert checked > 20
+    monkeypatch.setattr(Tablebase, "_progress", lambda self, board: full_graph_ranks(self, board))
+    for position, moves in lines:
+        assert tablebase.line(position, max_plies=400).moves == moves, str(position)
+
+
 def test_predicted_result_uses_captured_counts(tablebase):
     position = Position.from_string("0-0-0-0-0-1/0-0-0-0-0-0 S 20:24")
     assert tablebase.value(position) == -1  # the only move feeds North, who then takes it (rule 5)
