@@ -44,7 +44,9 @@ def _interruptible(function, *args):
     """function(*args) in a worker thread, so that Ctrl-C stops the command at
     once ("aborted", status 130) even while a compiled kernel runs: a kernel
     does not look at signals, so the main thread waits for it instead and,
-    on Ctrl-C, leaves it behind. Only for work that writes nothing."""
+    on Ctrl-C, leaves it behind. (Reading tables in the main thread, Ctrl-C
+    can land in one of h5py's weakref callbacks, where Python reports it and
+    goes on.) Only for work that writes nothing."""
     outcome = {}
 
     def work():
@@ -446,7 +448,7 @@ def info(directory, full, as_json):
 
     directory = directory or tables.default_directory()
     layers = tables.built_layers(directory)
-    rows = [tables.table_info(directory, seeds, full=full) for seeds in layers]
+    rows = _interruptible(lambda: [tables.table_info(directory, seeds, full=full) for seeds in layers])
     if as_json:
         emit_json({"directory": directory, "layers": rows})
         return
@@ -520,11 +522,19 @@ def _open_tablebase(directory, position, quiet=False):
     if missing and needed <= EMBEDDED_SEEDS:
         from tqdm import tqdm
 
-        if not quiet:
-            click.echo(f"building the missing tables up to {needed} seeds in {directory} (once)", err=True)
+        announced = []
+
+        def announce(*_):
+            # Once a layer is being solved, not before: a folder that cannot
+            # take the tables then fails in one line.
+            if not announced:
+                announced.append(True)
+                if not quiet:
+                    click.echo(f"building the missing tables up to {needed} seeds in {directory} (once)", err=True)
+
         bar = tqdm(total=needed + 1, desc="tables", unit="layer", disable=quiet or not sys.stderr.isatty(),
                    file=sys.stderr)
-        builder.build(needed, directory, report=lambda row: bar.update(1))
+        builder.build(needed, directory, report=lambda row: bar.update(1), progress=announce)
         bar.close()
     return tablebase
 
@@ -691,12 +701,16 @@ def best_command(position, moves, directory, depth, seconds, nodes, max_tables, 
         if not tablebase.has_layer(pos.seeds):
             depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
             subject = _parse_game(position, moves)
-            searcher = _searcher(tablebase.directory, max_tables, hash_mb)
             half_time = None if seconds is None else seconds / 2
             half_nodes = None if nodes is None else max(1, nodes // 2)
-            result = searcher.search(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles,
-                                     bounds=bounds, progress=None if as_json else _report_depth)
-            move_values = searcher.move_values(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles)
+
+            def searched():
+                searcher = _searcher(tablebase.directory, max_tables, hash_mb)
+                return (searcher.search(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles,
+                                        bounds=bounds, progress=None if as_json else _report_depth),
+                        searcher.move_values(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles))
+
+            result, move_values = _interruptible(searched)
             best = max(v for _, _, v, _ in move_values)
             if as_json:
                 data = _search_dict(result)
@@ -711,10 +725,9 @@ def best_command(position, moves, directory, depth, seconds, nodes, max_tables, 
                 capture = f"  captures {captured}" if captured else ""
                 click.echo(f"  {mark} {move}  {value:+d} {'exact' if exact else 'estimate'}{capture}")
             return
-        value = tablebase.value(pos)
-        moves_list = tablebase.moves(pos)
-        predicted = tablebase.predicted_result(pos)
-        tablebase_line_move = tablebase.line(pos, max_plies=1).moves[0]
+        value, moves_list, predicted, tablebase_line_move = _interruptible(lambda: (
+            tablebase.value(pos), tablebase.moves(pos), tablebase.predicted_result(pos),
+            tablebase.line(pos, max_plies=1).moves[0]))
     best = max(m.value for m in moves_list)
     if as_json:
         emit_json(
@@ -768,8 +781,8 @@ def line(position, moves, max_plies, directory, as_json):
             click.echo(f"position: {pos}   game over ({pos.terminal_rule()}): {_score_text(pos, scores)}")
         return
     with _open_tablebase(directory, pos, quiet=as_json) as tablebase:
-        result = tablebase.line(pos, max_plies=max_plies)
-        predicted = tablebase.predicted_result(pos)
+        result, predicted = _interruptible(lambda: (tablebase.line(pos, max_plies=max_plies),
+                                                    tablebase.predicted_result(pos)))
     if as_json:
         emit_json(
             {

@@ -139,7 +139,9 @@ class Tablebase:
         return tables.built_layers(self.directory)
 
     def has_layer(self, seeds: int) -> bool:
-        return os.path.isfile(tables.table_path(self.directory, seeds))
+        """Whether the folder has layer `seeds`' file name (valid or not: a
+        damaged file, or a folder under that name, is reported when read)."""
+        return os.path.lexists(tables.table_path(self.directory, seeds))
 
     @property
     def store(self):

@@ -134,6 +134,68 @@ def histogram(values, seeds):
     return np.array([counts[d & 0xFF] for d in range(-seeds, seeds + 1)], dtype=np.int64)
 
 
+class _TemporaryFile:
+    """The temporary file as HDF5 writes it, through h5py's file-object
+    driver: positioned reads and writes on a descriptor. A write that fails
+    (a full disk) is kept in `error` and the writes after it are dropped, so
+    that HDF5 still closes the file cleanly; write_table then raises and
+    removes the file. (Given the failure itself, HDF5 2.0 keeps a file whose
+    close failed and crashes the process when it exits.)"""
+
+    def __init__(self, descriptor):
+        self.descriptor = descriptor
+        self.position = 0
+        self.error = None
+
+    def seek(self, offset, whence=os.SEEK_SET):
+        if whence == os.SEEK_CUR:
+            offset += self.position
+        elif whence == os.SEEK_END:
+            offset += os.fstat(self.descriptor).st_size
+        self.position = offset
+        return offset
+
+    def tell(self):
+        return self.position
+
+    def readinto(self, buffer):
+        view = memoryview(buffer).cast("B")
+        data = os.pread(self.descriptor, len(view), self.position)
+        view[: len(data)] = data
+        view[len(data) :] = bytes(len(view) - len(data))  # past the end reads as zeros
+        self.position += len(view)
+        return len(view)
+
+    def read(self, size=-1):
+        if size < 0:
+            size = max(0, os.fstat(self.descriptor).st_size - self.position)
+        buffer = bytearray(size)
+        self.readinto(buffer)
+        return bytes(buffer)
+
+    def write(self, data):
+        view = memoryview(data).cast("B")
+        if self.error is None:
+            try:
+                done = 0
+                while done < len(view):
+                    done += os.pwrite(self.descriptor, view[done:], self.position + done)
+            except OSError as error:
+                self.error = error
+        self.position += len(view)
+        return len(view)
+
+    def truncate(self, size=None):
+        if self.error is None:
+            try:
+                os.ftruncate(self.descriptor, self.position if size is None else size)
+            except OSError as error:
+                self.error = error
+
+    def flush(self):
+        pass
+
+
 def write_table(directory, seeds, values, build_seconds=0.0, extra=None, counts=None):
     """Write layer `seeds` atomically: an exclusively created temporary file,
     written a slice at a time straight from `values`, then a rename.
@@ -151,55 +213,69 @@ def write_table(directory, seeds, values, build_seconds=0.0, extra=None, counts=
     temporary = f"{path}{TEMPORARY_SUFFIX}-{os.getpid()}"
     created = False
     try:
-        # "w-" creates the file exclusively (O_EXCL): an existing name, or a
-        # link planted at it, makes this fail instead of being followed.
-        with h5py.File(temporary, "w-", libver=LIBVER) as handle:
-            created = True
-            chunks = (size + CHUNK - 1) // CHUNK
-            dataset = handle.create_dataset(
-                DATASET,
-                shape=(size,),
-                dtype=np.int8,
-                chunks=(min(CHUNK, max(size, 1)),),
-                compression="gzip",
-                compression_opts=4,
-                fletcher32=True,
-                fillvalue=FILL_VALUE,
-            )
-            crcs = np.zeros(chunks, dtype="<u4")
-            for start in range(0, size, SLICE):
-                piece = np.ascontiguousarray(values[start : start + SLICE])
-                dataset[start : start + piece.shape[0]] = piece
-                for offset in range(0, piece.shape[0], CHUNK):
-                    crcs[(start + offset) // CHUNK] = chunk_crc((start + offset) // CHUNK, piece[offset : offset + CHUNK])
-            handle.create_dataset(CRC_DATASET, data=crcs)
-            attributes = handle.attrs
-            fields = dict(expected_attributes(seeds))
-            fields.update(
-                {
-                    CRC_ATTRIBUTE: np.uint32(zlib.crc32(crcs.tobytes())),
-                    "value_convention": VALUE_CONVENTION,
-                    "histogram": histogram(values, seeds) if counts is None else np.asarray(counts, np.int64),
-                    "build_seconds": float(build_seconds),
-                    "package_version": __version__,
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                }
-            )
-            fields.update(extra or {})
-            fields["complete"] = True
-            for key, value in fields.items():
-                # Text as fixed-length bytes: it then lives in the checksummed
-                # object header, not in HDF5's unchecked global heap.
-                attributes[key] = np.bytes_(value.encode()) if isinstance(value, str) else value
+        # Created exclusively (O_EXCL): an existing name, or a link planted
+        # at it, makes this fail instead of being followed.
+        descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        created = True
+        target = _TemporaryFile(descriptor)
+        try:
+            _write_layer(target, seeds, size, values, build_seconds, extra, counts)
+        finally:
+            os.close(descriptor)
+        if target.error is not None:
+            raise target.error
         os.replace(temporary, path)
         created = False
-    except OSError as error:
-        reason = error.strerror or str(error)
+    except (OSError, RuntimeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else " ".join(str(error).split())
         raise TableWriteError(f"cannot write {path}: {reason}") from None
     finally:
         if created and os.path.lexists(temporary):
             os.remove(temporary)
     return path
+
+
+def _write_layer(target, seeds, size, values, build_seconds, extra, counts):
+    """The HDF5 file of layer `seeds` into `target` (a file object)."""
+    with h5py.File(target, "w", libver=LIBVER) as handle:
+        chunks = (size + CHUNK - 1) // CHUNK
+        dataset = handle.create_dataset(
+            DATASET,
+            shape=(size,),
+            dtype=np.int8,
+            chunks=(min(CHUNK, max(size, 1)),),
+            compression="gzip",
+            compression_opts=4,
+            fletcher32=True,
+            fillvalue=FILL_VALUE,
+        )
+        crcs = np.zeros(chunks, dtype="<u4")
+        for start in range(0, size, SLICE):
+            if target.error is not None:
+                raise target.error  # the disk is full: stop here (h5py still closes the file)
+            piece = np.ascontiguousarray(values[start : start + SLICE])
+            dataset[start : start + piece.shape[0]] = piece
+            for offset in range(0, piece.shape[0], CHUNK):
+                crcs[(start + offset) // CHUNK] = chunk_crc((start + offset) // CHUNK, piece[offset : offset + CHUNK])
+        handle.create_dataset(CRC_DATASET, data=crcs)
+        attributes = handle.attrs
+        fields = dict(expected_attributes(seeds))
+        fields.update(
+            {
+                CRC_ATTRIBUTE: np.uint32(zlib.crc32(crcs.tobytes())),
+                "value_convention": VALUE_CONVENTION,
+                "histogram": histogram(values, seeds) if counts is None else np.asarray(counts, np.int64),
+                "build_seconds": float(build_seconds),
+                "package_version": __version__,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
+        )
+        fields.update(extra or {})
+        fields["complete"] = True
+        for key, value in fields.items():
+            # Text as fixed-length bytes: it then lives in the checksummed
+            # object header, not in HDF5's unchecked global heap.
+            attributes[key] = np.bytes_(value.encode()) if isinstance(value, str) else value
 
 
 # What HDF5 (through h5py) raises when it meets damaged metadata: any of these
@@ -226,10 +302,12 @@ def open_table(directory, seeds, cache_bytes=None):
     h5py.File (it is a context manager).
     """
     path = table_path(directory, seeds)
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise MissingTableError(
             f"no table for {seeds} seeds in {directory}: {build_advice(seeds, directory)}"
         )
+    if not os.path.isfile(path):
+        raise CorruptTableError(f"{path} is not a table file (a folder, or a link to nothing?)")
     _check_superblock(path)
     options = {}
     if cache_bytes is not None:

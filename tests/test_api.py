@@ -136,3 +136,28 @@ def test_ctrl_c_stops_perft_at_once_with_aborted_and_130():
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130 and err.strip() == "awele: aborted"
+
+
+def test_commands_that_read_tables_leave_their_work_to_a_thread_ctrl_c_can_leave(table_dir, monkeypatch):
+    """Ctrl-C while h5py reads can land in a weakref callback, where Python
+    prints it and goes on (a 31-seed `awele line` then ran to its end): the
+    reading commands run their work through cli._interruptible instead."""
+    from click.testing import CliRunner
+
+    from solver import cli as cli_module
+
+    called = []
+    real = cli_module._interruptible
+
+    def recording(function, *args):
+        called.append(function)
+        return real(function, *args)
+
+    monkeypatch.setattr(cli_module, "_interruptible", recording)
+    position = "0-1-2-0-1-1/2-0-1-0-0-1 S 0:0"
+    for command in (["line", position], ["best", position], ["info", "--full"],
+                    ["best", "4-4-4-4-4-4/4-4-4-4-4-4 S 0:0", "--depth", "2"]):
+        called.clear()
+        result = CliRunner().invoke(cli_module.cli, command + ["--dir", table_dir])
+        assert result.exit_code == 0, result.output
+        assert called, command

@@ -135,3 +135,55 @@ def test_stray_and_oddly_named_files_are_not_layers(tmp_path):
     (tmp_path / "awele-05.h5").write_text("not hdf5")
     assert tables.built_layers(str(tmp_path)) == [5]
     assert tables.table_info(str(tmp_path), 5)["status"] == "corrupt"
+
+
+FULL_DISK = """
+import errno, os, sys
+import numpy as np
+from solver import index, tables
+from solver.errors import TableWriteError
+written = []
+real_pwrite = os.pwrite
+def pwrite(descriptor, data, offset):
+    if len(written) >= 3:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    written.append(offset)
+    return real_pwrite(descriptor, data, offset)
+os.pwrite = pwrite
+values = np.random.default_rng(0).integers(-9, 10, index.layer_size(9)).astype(np.int8)
+try:
+    tables.write_table(sys.argv[1], 9, values)
+except TableWriteError as error:
+    print(error)
+"""
+
+
+def test_a_full_disk_is_one_error_that_leaves_nothing(tmp_path):
+    """HDF5 2.0 crashed the process at exit after a write failed on a full
+    disk; the writes now go through a file object that keeps the error."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == f"cannot write {tables.table_path(str(tmp_path), 9)}: No space left on device"
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_folder_under_a_layer_name_is_a_named_error(tmp_path):
+    from click.testing import CliRunner
+
+    from solver import build
+    from solver.cli import cli
+
+    build.build(6, str(tmp_path))
+    os.remove(tables.table_path(str(tmp_path), 6))
+    os.mkdir(tables.table_path(str(tmp_path), 6))
+    with Tablebase(str(tmp_path)) as tablebase:
+        with pytest.raises(TableError, match="awele-06.h5 is not a table file"):
+            tablebase.value("0-1-0-2-0-1/1-0-0-1-0-0 S 0:0")
+    assert tables.table_info(str(tmp_path), 6)["status"] == "corrupt"
+    for command in (["best", "0-1-0-2-0-1/1-0-0-1-0-0 S 0:0"], ["build", "--max-seeds", "6"]):
+        result = CliRunner().invoke(cli, command + ["--dir", str(tmp_path)])
+        assert result.exit_code == 2, result.output
+        assert "awele-06.h5 is not a table file" in result.output

@@ -218,6 +218,12 @@ def test_cli_best_errors_are_one_line(tmp_path):
         result = runner.invoke(cli, args)
         assert result.exit_code == 2, (args, result.output)
         assert len(result.output.strip().splitlines()) == 1
+    # A folder best would build its small tables in, but that cannot be made: one line, before any notice.
+    (tmp_path / "a-file").write_text("")
+    for command in ("best", "line"):
+        result = runner.invoke(cli, [command, "0-1-0-2-0-1/1-0-0-1-0-0 S 0:0", "--dir", str(tmp_path / "a-file" / "tables")])
+        assert result.exit_code == 2, result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
     # Above the tables (and above what `best` builds by itself) it searches.
     result = runner.invoke(cli, ["best", "4-4-4-4-4-4/4-4-4-4-4-4 S 0:0", "--dir", str(tmp_path), "--depth", "4"])
     assert result.exit_code == 0, result.output
