@@ -1,0 +1,415 @@
+"""Hostile cases, run as a user would: the `awele` command in subprocesses on
+damaged copies of small tables, odd folders, odd input, finished games and
+Ctrl-C, and the Python API on the same damaged files.
+
+    python scripts/hostile.py [--source databases] [--flips 8] [--only NAME]
+
+Layers 0..14 are copied from --source into a temporary folder (the source is
+only read). Every case must end in the right answer, or in one line on
+stderr with status 2 (130 for Ctrl-C), never a traceback, a wrong value or
+a file left behind. Prints one line per case and a summary; exits 1 when a
+case failed.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+SMALL = 14  # layers 0..SMALL are copied; 13 and 14 are read a chunk at a time by probes
+DAMAGED = 13
+POSITIONS = {  # positions whose lines and values are checked against the intact tables
+    13: "1-0-3-0-2-0/0-0-4-1-1-1 S 11:24",
+    14: "0-2-1-0-2-1/1-0-4-1-1-1 N 11:23",
+}
+FINISHED = "2-1-1-1-1-1/0-1-1-1-1-1 S 25:11"
+BIG_LINE = "2-21-0-1-0-0/0-0-2-2-0-3 N 8:9"  # 31 seeds: several seconds, read from --source (only read)
+
+
+class Cases:
+    def __init__(self):
+        self.results = []
+
+    def record(self, name, ok, detail=""):
+        self.results.append((name, ok, detail))
+        print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+
+
+def awele(*args, env=None, timeout=600):
+    """Run the awele command; (status, stdout, stderr)."""
+    done = subprocess.run(["awele", *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    return done.returncode, done.stdout, done.stderr
+
+
+def one_line_error(status, out, err, code=2):
+    """'' when the run is one line on stderr with status `code` and nothing on stdout, else why not."""
+    lines = err.strip().splitlines()
+    if status != code:
+        return f"status {status}, stderr {err.strip()[-300:]!r}"
+    if "Traceback" in err or "Traceback" in out:
+        return "traceback"
+    if len(lines) != 1 or not lines[0].startswith("awele: "):
+        return f"stderr is not one awele line: {err.strip()[-300:]!r}"
+    return ""
+
+
+def leftovers(directory):
+    """Temporary or partial files left in a folder."""
+    try:
+        return [name for name in os.listdir(directory) if ".tmp" in name]
+    except OSError:
+        return []
+
+
+def copy_small(source, target, top=SMALL):
+    os.makedirs(target, exist_ok=True)
+    for seeds in range(top + 1):
+        name = f"awele-{seeds:02d}.h5"
+        shutil.copyfile(os.path.join(source, name), os.path.join(target, name))
+
+
+def regions(path):
+    """{'header': offsets, 'chunk index': offsets, 'data': offsets} of a table file:
+    the first 2 KiB of metadata, the 8-byte chunk addresses where the index
+    stores them (with the 4-byte sizes after), and the chunks' bytes."""
+    with h5py.File(path, "r") as handle:
+        dataset = handle["values"]
+        spans = [dataset.id.get_chunk_info(i) for i in range(dataset.id.get_num_chunks())]
+    raw = open(path, "rb").read()
+    data = np.zeros(len(raw), dtype=bool)
+    for info in spans:
+        data[info.byte_offset : info.byte_offset + info.size] = True
+    index = []
+    for info in spans:
+        where = raw.find(info.byte_offset.to_bytes(8, "little"))
+        while where >= 0:
+            if not data[where]:
+                index.extend(range(where, where + 12))
+            where = raw.find(info.byte_offset.to_bytes(8, "little"), where + 1)
+    header = [i for i in range(min(2048, len(raw))) if not data[i]]
+    return {"header": np.array(header), "chunk index": np.array(sorted(set(index))), "data": np.flatnonzero(data)}
+
+
+def flip(path, offset, bit):
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        byte = handle.read(1)[0]
+        handle.seek(offset)
+        handle.write(bytes([byte ^ (1 << bit)]))
+
+
+def truth(directory):
+    """What the intact tables say, through the CLI: best and line JSON per position."""
+    found = {}
+    for seeds, position in POSITIONS.items():
+        status, out, err = awele("best", position, "--dir", directory, "--json")
+        assert status == 0, err
+        best = json.loads(out)
+        status, out, err = awele("line", position, "--dir", directory, "--json")
+        assert status == 0, err
+        found[seeds] = (best, json.loads(out))
+    return found
+
+
+def damaged_files(cases, source, work, flips, rng):
+    """Bit flips in the header, the chunk index and the data of layer 13."""
+    good = os.path.join(work, "good")
+    copy_small(source, good)
+    expected = truth(good)
+    bad = os.path.join(work, "bad")
+    copy_small(source, bad)
+    path = os.path.join(bad, f"awele-{DAMAGED:02d}.h5")
+    original = os.path.join(good, f"awele-{DAMAGED:02d}.h5")
+    position = POSITIONS[DAMAGED]
+    for region, offsets in regions(original).items():
+        if not len(offsets):
+            cases.record(f"flip {region}", False, "region not found")
+            continue
+        refused = answered = 0
+        example = ""
+        for offset in rng.choice(offsets, size=min(flips, len(offsets)), replace=False):
+            bit = int(rng.integers(8))
+            shutil.copyfile(original, path)
+            flip(path, int(offset), bit)
+            name = f"flip {region} byte {int(offset)} bit {bit}"
+            for command in ("best", "line"):
+                status, out, err = awele(command, position, "--dir", bad, "--json")
+                if status == 0:
+                    data = json.loads(out)
+                    want = expected[DAMAGED][0 if command == "best" else 1]
+                    keys = ("value", "moves") if command == "best" else ("value", "moves", "end", "result")
+                    if any(data.get(k) != want.get(k) for k in keys):
+                        cases.record(f"{name}: {command}", False, "WRONG ANSWER from a damaged file")
+                    else:
+                        answered += 1
+                else:
+                    problem = one_line_error(status, out, err)
+                    if problem:
+                        cases.record(f"{name}: {command}", False, problem)
+                    else:
+                        refused += 1
+                        example = example or err.strip().replace(bad, "BAD")
+            status, out, err = awele("info", "--dir", bad, "--full", "--json")
+            if status != 0 or "Traceback" in err:
+                cases.record(f"{name}: info", False, f"status {status} {err.strip()[-200:]!r}")
+            else:
+                row = next(r for r in json.loads(out)["layers"] if r["seeds"] == DAMAGED)
+                if row["status"] not in ("ok", "corrupt", "mismatch"):
+                    cases.record(f"{name}: info", False, f"status {row['status']}")
+            # The Python API on the same file: a value equal to the intact one, or a TableError.
+            api = subprocess.run([sys.executable, "-c", API_CHECK, bad, position, str(expected[DAMAGED][0]["value"])],
+                                 capture_output=True, text=True)
+            if api.returncode != 0:
+                cases.record(f"{name}: API", False, (api.stdout + api.stderr).strip()[-300:])
+        cases.record(f"flip {region}", True, f"{answered} right answers, {refused} one-line refusals"
+                     + (f", e.g. {example[:160]!r}" if example else ""))
+    shutil.copyfile(original, path)
+
+
+API_CHECK = """
+import sys
+from solver import Tablebase, Searcher
+from solver.errors import TableError
+directory, position, value = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    with Tablebase(directory) as tablebase:
+        got = tablebase.value(position)
+        assert got == value, f"Tablebase.value {got} != {value}"
+        tablebase.line(position)
+except TableError as error:
+    assert "awele-13.h5" in str(error), error
+try:
+    result = Searcher(directory, hash_mb=1, max_table_seeds=12).search(position, cycles="split")
+    assert result.value == value, f"search {result.value} != {value}"
+except TableError as error:
+    assert "awele-13.h5" in str(error), error
+"""
+
+
+def malformed(cases, source, work):
+    """Malformed attributes and stray or oddly named files."""
+    folder = os.path.join(work, "attributes")
+    for damage in ("seeds as an array", "histogram missing", "histogram a string", "format_version 3",
+                   "truncated", "empty file", "a folder named like a layer"):
+        shutil.rmtree(folder, ignore_errors=True)
+        copy_small(source, folder)
+        path = os.path.join(folder, f"awele-{DAMAGED:02d}.h5")
+        if damage == "truncated":
+            with open(path, "r+b") as handle:
+                handle.truncate(os.path.getsize(path) // 2)
+        elif damage == "empty file":
+            open(path, "w").close()
+        elif damage == "a folder named like a layer":
+            os.remove(path)
+            os.mkdir(path)
+        else:
+            with h5py.File(path, "r+") as handle:
+                if damage == "seeds as an array":
+                    handle.attrs["seeds"] = np.array([DAMAGED, DAMAGED])
+                elif damage == "histogram missing":
+                    del handle.attrs["histogram"]
+                elif damage == "histogram a string":
+                    handle.attrs["histogram"] = "many"
+                else:
+                    handle.attrs["format_version"] = 3
+        for command in (["best", POSITIONS[DAMAGED]], ["line", POSITIONS[DAMAGED]], ["verify", "--seeds", DAMAGED]):
+            status, out, err = awele(*command, "--dir", folder)
+            problem = one_line_error(status, out, err)
+            cases.record(f"attributes: {damage}: {command[0]}", not problem, problem or err.strip())
+        status, out, err = awele("info", "--dir", folder)
+        cases.record(f"attributes: {damage}: info", status == 0 and "Traceback" not in err,
+                     [line for line in out.splitlines() if line.strip().startswith("13 ")][0][-90:]
+                     if status == 0 else err.strip())
+    shutil.rmtree(folder, ignore_errors=True)
+    copy_small(source, folder, top=12)
+    for name in ("awele-99.h5", "awele-012.h5", "awele-1.h5", "awele-13.h5.tmp-1"):
+        with open(os.path.join(folder, name), "w") as handle:
+            handle.write("stray")
+    status, out, err = awele("info", "--dir", folder, "--json")
+    layers = [row["seeds"] for row in json.loads(out)["layers"]] if status == 0 else None
+    cases.record("stray files: info", layers == list(range(13)), f"layers {layers}")
+    status, out, err = awele("best", "0-1-2-0-1-1/2-0-1-0-0-1 S 0:0", "--dir", folder, "--json")
+    cases.record("stray files: best", status == 0, err.strip())
+
+
+def folders(cases, source, work):
+    """Folders that are files, missing, read-only or full; two builds at once."""
+    a_file = os.path.join(work, "a-file")
+    open(a_file, "w").close()
+    missing = os.path.join(work, "missing", "deeper")
+    for label, folder in (("a file", a_file), ("missing", missing)):
+        for command in (["build", "--max-seeds", 3], ["best", "0-1-0-2-0-1/1-0-0-1-0-0 S 0:0"],
+                        ["best", POSITIONS[14]], ["line", POSITIONS[14]], ["verify"], ["plan", "--max-seeds", 20]):
+            status, out, err = awele(*command, "--dir", folder)
+            if command[0] == "plan" and status == 0:
+                cases.record(f"folder {label}: plan", True)
+                continue
+            if label == "missing" and command[0] in ("build", "best", "line") and status == 0:
+                # Up to 16 seeds best and line build what they need, creating the folder.
+                ok = not leftovers(missing) and "Traceback" not in err
+                cases.record(f"folder {label}: {' '.join(map(str, command[:2]))} built it", ok)
+                shutil.rmtree(os.path.join(work, "missing"))
+                continue
+            problem = one_line_error(status, out, err)
+            cases.record(f"folder {label}: {' '.join(map(str, command[:2]))}", not problem, problem or err.strip())
+        status, out, err = awele("info", "--dir", folder)
+        cases.record(f"folder {label}: info", status in (0, 2) and "Traceback" not in err, (out + err).strip()[:120])
+
+    # Read-only and full need a file system that enforces them (root ignores permissions).
+    for label, options in (("read-only", "ro,size=64m"), ("full", "size=300k")):
+        mount = os.path.join(work, label)
+        os.makedirs(mount, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", mount], capture_output=True, text=True)
+        if done.returncode != 0:
+            cases.record(f"folder {label}", True, f"skipped: cannot mount a tmpfs ({done.stderr.strip()})")
+            continue
+        try:
+            status, out, err = awele("build", "--max-seeds", 12, "--dir", mount, "--quiet")
+            problem = one_line_error(status, out, err)
+            left = leftovers(mount)
+            cases.record(f"folder {label}: build", not problem and not left,
+                         problem or f"{err.strip()}{'; left ' + str(left) if left else ''}")
+            for name in os.listdir(mount) if label == "full" else []:
+                os.remove(os.path.join(mount, name))  # best builds again from nothing
+            status, out, err = awele("best", "0-1-0-2-3-1/1-0-0-1-0-3 S 0:0", "--dir", mount)
+            # Once it has started solving, best says it builds; the error must be the one last line.
+            notice, _, last = err.strip().rpartition("\n")
+            problem = one_line_error(status, out, last) or (
+                "" if not notice or notice.startswith("building the missing tables") else f"stderr {err!r}")
+            cases.record(f"folder {label}: best", not problem and not leftovers(mount), problem or err.strip())
+        finally:
+            subprocess.run(["umount", mount])
+
+    # A second build in the same folder while one runs.
+    folder = os.path.join(work, "concurrent")
+    first = subprocess.Popen(["awele", "build", "--max-seeds", "17", "--dir", folder, "--quiet"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    status, out, err = awele("build", "--max-seeds", "17", "--dir", folder)
+    problem = one_line_error(status, out, err)
+    cases.record("second build in the same folder", not problem, problem or err.strip())
+    out, err = first.communicate()
+    ok = first.returncode == 0 and not leftovers(folder) and "layer 17" in out
+    cases.record("first build goes on", ok, f"status {first.returncode} {err.strip()[-200:]}")
+
+
+def odd_input(cases, work):
+    folder = os.path.join(work, "good")
+    over_tables = "4-4-4-4-4-4/4-4-4-4-4-4 S 0:0"
+    errors = {
+        "--time inf": ["search", over_tables, "--time", "inf", "--dir", folder],
+        "--time nan": ["best", over_tables, "--time", "nan", "--dir", folder],
+        "--time -1": ["search", over_tables, "--time", "-1", "--dir", folder],
+        "--threads 99": ["build", "--max-seeds", 3, "--threads", 99, "--dir", folder],
+        "--threads 0": ["build", "--max-seeds", 3, "--threads", 0, "--dir", folder],
+        "perft depth 10**5000": ["perft", "initial", "1" + "0" * 5000],
+        "perft depth 100000": ["perft", "initial", 100000],
+        "perft depth -1": ["perft", "initial", "-1"],
+        "--hash 65536 (more than memory)": ["search", over_tables, "--hash", 65536, "--depth", 2, "--dir", folder],
+        "--hash 10**30": ["search", over_tables, "--hash", 10**30, "--depth", 2, "--dir", folder],
+        "--depth 10**5000": ["search", over_tables, "--depth", "9" * 5000, "--dir", folder],
+        "--memory 10**30": ["build", "--max-seeds", 3, "--memory", "1" + "0" * 30, "--dir", folder],
+        "--memory 1": ["build", "--max-seeds", 3, "--memory", "1", "--dir", os.path.join(work, "tiny")],
+        "--max-seeds 49": ["build", "--max-seeds", 49, "--dir", folder],
+        "empty position (best)": ["best", "", "--dir", folder],
+        "empty position (line)": ["line", "", "--dir", folder],
+        "blank position": ["show", "   "],
+        "13 houses": ["best", "1-1-1-1-1-1-1/1-1-1-1-1-1 S 0:0", "--dir", folder],
+        "49 seeds": ["best", "5-4-4-4-4-4/4-4-4-4-4-4 S 0:0", "--dir", folder],
+        "negative house": ["line", "-1-1-1-1-1-1/1-1-1-1-1-1", "--dir", folder],
+        "side X": ["line", "1-1-1-1-1-1/1-1-1-1-1-1 X 0:0", "--dir", folder],
+        "huge number in a house": ["best", "9" * 5000 + "-0-0-0-0-0/0-0-0-0-0-1 S 0:0", "--dir", folder],
+        "illegal move": ["line", "--moves", "1. F F", "--dir", folder],
+        "--max-plies 0": ["line", POSITIONS[13], "--max-plies", 0, "--dir", folder],
+        "--seeds 99": ["verify", "--seeds", 99, "--dir", folder],
+    }
+    for name, command in errors.items():
+        status, out, err = awele(*command)
+        problem = one_line_error(status, out, err)
+        cases.record(f"input: {name}", not problem, problem or err.strip()[:150])
+    # Finished games: the final score, never a value.
+    for command in ("line", "best"):
+        status, out, err = awele(command, FINISHED, "--dir", folder)
+        ok = status == 0 and "game over (25 seeds)" in out and "South 32 - North 16" in out and "value" not in out
+        cases.record(f"finished game: {command}", ok, out.strip().splitlines()[-1] if out.strip() else err.strip())
+        status, out, err = awele(command, FINISHED, "--dir", folder, "--json")
+        data = json.loads(out) if status == 0 else {}
+        cases.record(f"finished game: {command} --json", data.get("over") is True and data.get("result") == [32, 16],
+                     str(data)[:150])
+    status, out, err = awele("search", FINISHED, "--dir", folder)
+    problem = one_line_error(status, out, err)
+    cases.record("finished game: search", not problem, problem or err.strip())
+
+
+def interrupts(cases, source, work):
+    """Ctrl-C (SIGINT) during perft, verify and build: 'aborted', status 130, nothing left."""
+    folder = os.path.join(work, "interrupt")
+    copy_small(source, folder, top=16)
+    for name, command, wait in (("perft", ["perft", "initial", "16"], 3),
+                                ("verify", ["verify", "--seeds", "16", "--dir", folder], 2),
+                                ("build", ["build", "--max-seeds", "18", "--dir", folder], 6),
+                                ("line", ["line", BIG_LINE, "--dir", source], 1),
+                                ("best above the tables", ["best", "--time", "20"], 3),
+                                ("search", ["search", "--time", "20"], 3)):
+        process = subprocess.Popen(["awele", *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(wait)
+        process.send_signal(signal.SIGINT)
+        started = time.perf_counter()
+        try:
+            out, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            cases.record(f"Ctrl-C: {name}", False, "still running 30 s after Ctrl-C")
+            continue
+        seconds = time.perf_counter() - started
+        if process.returncode == 0 and name == "line":
+            cases.record(f"Ctrl-C: {name}", True, "finished before the signal")
+            continue
+        if name in ("search", "best above the tables"):  # their per-depth lines come first
+            err = err.strip().splitlines()[-1] if err.strip() else err
+        problem = one_line_error(process.returncode, "", err, code=130)
+        left = leftovers(folder)
+        cases.record(f"Ctrl-C: {name}", not problem and "aborted" in err and not left,
+                     problem or f"{err.strip()} after {seconds:.1f} s" + (f"; left {left}" if left else ""))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                         "databases"))
+    parser.add_argument("--flips", type=int, default=8, help="bit flips per region of the damaged file")
+    parser.add_argument("--only", default=None, help="run the groups whose name contains this")
+    parser.add_argument("--seed", type=int, default=12)
+    args = parser.parse_args()
+    cases = Cases()
+    rng = np.random.default_rng(args.seed)
+    with tempfile.TemporaryDirectory(prefix="awele-hostile-") as work:
+        copy_small(args.source, os.path.join(work, "good"))
+        groups = {"damaged": lambda: damaged_files(cases, args.source, work, args.flips, rng),
+                  "attributes": lambda: malformed(cases, args.source, work),
+                  "folders": lambda: folders(cases, args.source, work),
+                  "input": lambda: odd_input(cases, work),
+                  "interrupts": lambda: interrupts(cases, args.source, work)}
+        for name, group in groups.items():
+            if args.only is None or args.only in name:
+                started = time.perf_counter()
+                group()
+                print(f"-- {name}: {time.perf_counter() - started:.0f} s", flush=True)
+    failed = [c for c in cases.results if not c[1]]
+    print(f"\n{len(cases.results)} cases, {len(cases.results) - len(failed)} ok, {len(failed)} failed")
+    for name, _, detail in failed:
+        print(f"  FAIL {name}: {detail}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
