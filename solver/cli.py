@@ -334,9 +334,9 @@ def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoi
         _compiling_notice(as_json)
     if first and not as_json:
         total = sum(index.layer_size(n) for n in range(max_seeds + 1))
-        each = f"{budget / 2**30:.1f} GiB" if budget else "the available memory shared"
+        each = f"{budget / 2**30:.1f} GiB a process" if budget else "each process's share of its machine's memory"
         click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory} on {exchange.size} "
-                   f"process{'es' if exchange.size > 1 else ''}; memory budget {each} a process"
+                   f"process{'es' if exchange.size > 1 else ''}; memory budget: {each}"
                    + (f"; checkpoints in {checkpoint_dir}" if checkpoint_dir else ""))
     started = time.perf_counter()
     builder.build_distributed(max_seeds, directory, exchange, threads=threads, memory=budget,
