@@ -86,7 +86,9 @@ COMPILE_SECONDS = 30  # numba's first compilation of the builder's kernels on 2 
 
 def kernels_cached():
     """Whether numba's cache holds the builder's kernels (else the first build compiles them)."""
-    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    # Numba's own idea of where the cache is ($NUMBA_CACHE_DIR or __pycache__).
+    folder = getattr(getattr(propagate, "_cache", None), "_cache_path", None) or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "__pycache__")
     try:
         return any(name.startswith("retrograde.propagate-") and name.endswith(".nbi") for name in os.listdir(folder))
     except OSError:
