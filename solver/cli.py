@@ -664,8 +664,8 @@ def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, 
     depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
     subject = _parse_game(position, moves)
     searcher = _searcher(directory, max_tables, hash_mb)
-    result = searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles, bounds=bounds,
-                             progress=None if as_json else _report_depth)
+    result = _interruptible(lambda: searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles,
+                                                    bounds=bounds, progress=None if as_json else _report_depth))
     if as_json:
         emit_json(_search_dict(result))
     else:

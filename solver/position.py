@@ -32,6 +32,7 @@ HOUSE_LETTERS = {SOUTH: "ABCDEF", NORTH: "abcdef"}
 TOTAL_SEEDS = rules.TOTAL_SEEDS
 WINNING_SEEDS = TOTAL_SEEDS // 2 + 1
 
+_MAX_DIGITS = 20  # longer numbers are refused before int() (which refuses past 4300 digits, with its own error)
 _NUMBER_LIST = re.compile(r"^\s*\d+(\s*[,\s]\s*\d+){11}\s*$")
 _CANONICAL = re.compile(
     r"^\s*(?P<south>\d+(?:-\d+){5})\s*/\s*(?P<north>\d+(?:-\d+){5})"
@@ -107,6 +108,9 @@ class Position:
         """
         if not isinstance(text, str):
             raise InvalidPositionError(f"a position must be given as text, got {type(text).__name__}")
+        longest = max((len(digits) for digits in re.findall(r"\d+", text)), default=0)
+        if longest > _MAX_DIGITS:
+            raise InvalidPositionError(f"a count of {longest} digits is not a seed count (0..{TOTAL_SEEDS})")
         if _NUMBER_LIST.match(text):
             return cls([int(t) for t in re.split(r"[,\s]+", text.strip())])
         match = _CANONICAL.match(text)

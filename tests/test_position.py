@@ -414,3 +414,12 @@ def test_diagram_puts_each_count_under_its_letter():
 def test_diagram_of_the_opening():
     lines = Position.initial().diagram().splitlines()
     assert [line.split() for line in lines if line.split() and line.split()[0].isdigit()] == [["4"] * 6, ["4"] * 6]
+
+
+def test_a_count_of_thousands_of_digits_is_a_named_error_not_a_traceback():
+    from solver.errors import InvalidPositionError
+
+    with pytest.raises(InvalidPositionError, match="5000 digits"):
+        Position.from_string("9" * 5000 + "-0-0-0-0-0/0-0-0-0-0-0 S 0:0")
+    with pytest.raises(InvalidPositionError, match="digits"):
+        Position.from_string(" ".join(["1" * 30] + ["0"] * 11))
