@@ -95,6 +95,12 @@ def kernels_cached():
         return False
 
 
+def working_bytes(size):
+    """Memory of `size` positions while they are solved: the value bytes, a
+    nibble of counts a position and two flag bytes a block."""
+    return size + (size + 1) // 2 + 2 * ((size + BLOCK - 1) // BLOCK)
+
+
 def exit_layers(seeds):
     """The smaller layers captures from layer `seeds` lead to."""
     return list(range(max(0, seeds - MAX_CAPTURE), max(0, seeds - 1)))
@@ -724,7 +730,7 @@ class LayerSolver:
 
     @property
     def working_bytes(self):
-        return self.size + self.counts.nbytes + 2 * ((self.size + BLOCK - 1) // BLOCK)
+        return working_bytes(self.size)
 
     def exits(self, layers):
         """One exit pass with the smaller `layers` (loaded in the store)."""

@@ -92,8 +92,7 @@ def build_advice(seeds, directory=None):
 def working_bytes(seeds):
     """Memory of layer `seeds` while it is built: its value bytes, a nibble of
     counts a position and two flag bytes a block (see solver.retrograde)."""
-    size = index.layer_size(seeds)
-    return size + (size + 1) // 2 + 2 * ((size + retrograde.BLOCK - 1) // retrograde.BLOCK)
+    return retrograde.working_bytes(index.layer_size(seeds))
 
 
 def build_memory_bytes(seeds):
