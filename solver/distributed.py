@@ -143,31 +143,26 @@ class Exchange:
         self._timed(started)
         return total
 
-    def maximum(self, value):
+    def _object_collective(self, call, value, alone):
+        """call(value) on the communicator, timed; `alone` when there is none."""
         if self.comm is None:
-            return value
+            return alone
         started = time.perf_counter()
-        top = self.comm.allreduce(value, op=self._mpi.MAX)
+        result = call(value)
         self._timed(started)
-        return top
+        return result
+
+    def maximum(self, value):
+        """The largest of a number over the processes."""
+        return self._object_collective(lambda v: self.comm.allreduce(v, op=self._mpi.MAX), value, value)
 
     def broadcast(self, value):
         """Process 0's `value`, on every process."""
-        if self.comm is None:
-            return value
-        started = time.perf_counter()
-        value = self.comm.bcast(value, root=0)
-        self._timed(started)
-        return value
+        return self._object_collective(lambda v: self.comm.bcast(v, root=0), value, value)
 
     def gather(self, value):
         """Every process's `value` as a list on process 0 (None elsewhere)."""
-        if self.comm is None:
-            return [value]
-        started = time.perf_counter()
-        values = self.comm.gather(value, root=0)
-        self._timed(started)
-        return values
+        return self._object_collective(lambda v: self.comm.gather(v, root=0), value, [value])
 
     def gather_piece(self, piece, counts):
         """Process p's `piece` (counts[p] int8 values) concatenated on process 0."""
