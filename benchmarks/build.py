@@ -39,7 +39,7 @@ import time
 import h5py
 import numba
 
-from solver import build, index, retrograde, tables
+from solver import build, index, plan, retrograde, tables
 from solver.layers import LayerStore
 
 
@@ -140,7 +140,7 @@ def main():
     if args.processes:
         compare_processes(args.max_seeds, args.processes, args.threads)
         return
-    budget = build.parse_memory(args.memory) if args.memory else build.default_budget()
+    budget = plan.parse_memory(args.memory) if args.memory else plan.default_budget()
 
     def report(row):
         row = dict(row)

@@ -430,7 +430,7 @@ class _Judge:
 
             missing = [n for n in range(seeds + 1) if not self.tablebase.has_layer(n)] or [seeds]
             why = (f"layer {missing[-1]} is not built in {self.tablebase.directory}: "
-                   f"{tables.build_advice(missing[-1], self.tablebase.directory)}")
+                   f"build it with `{tables.build_command(missing[-1], self.tablebase.directory)}`")
         return f"no table answers {position} ({seeds} seeds): {why}; and searching is off (time_per_ply=None)"
 
     def _searcher(self):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import re
 import resource
 import time
 from collections.abc import Callable
@@ -26,247 +25,17 @@ from collections.abc import Callable
 import numba
 
 from . import distributed, index, retrograde, tables
+from .plan import (BASE_BYTES, default_budget, exit_groups, least_bytes, memory_message, process_bytes,
+                   process_memory_message, working_bytes)
 from .errors import BuildError, CorruptTableError, TableMismatchError, TableWriteError
-from .layers import LayerStore, available_memory
-from .rules import ROW
+from .layers import LayerStore
 
-BASE_BYTES = 512 << 20  # the process itself: interpreter, numba, HDF5, row tables
-MEMORY_MARGIN = 1 << 30  # left to the system when the budget is not given
-DEFAULT_RATE = 4.0e6  # positions/s a layer is built at on 2 cores when no build has been measured
-DEFAULT_FILE_BYTES = 0.45  # bytes a position on disk when no file has been measured
-DEFAULT_BANDWIDTH = 1.25e9  # bytes a second a process can exchange: 10 Gb/s Ethernet, one process a node
-# Measured on layer 24 with `python benchmarks/build.py --processes 2 --max-seeds 24` (docs/CLUSTER.md):
-DEFAULT_EXCHANGE = 54.0  # bytes exchanged a position as processes grow many: 26.8 at P = 2, times P / (P - 1)
-DEFAULT_OVERHEAD = 1.15  # distributed / single-process seconds on the same cores (2 x 1 thread against 1 x 2)
 LOCK_NAME = ".awele-build.lock"
-PLAN_LIMIT = index.MAX_SEEDS
-
-
-# Memory ----------------------------------------------------------------------------
-
-
-def parse_memory(text: str) -> int:
-    """Bytes of a size such as '20G', '20GiB', '512M', '1.5T' or a plain number of bytes.
-
-    >>> parse_memory("20G") == 20 * 2**30, parse_memory("512MiB") == 512 * 2**20
-    (True, True)
-    """
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(text), re.IGNORECASE)
-    if not match or len(match.group(1)) > 20:
-        raise ValueError(f"a memory size is a number with an optional K, M, G or T suffix, not {text!r}")
-    scale = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2).lower()]
-    value = int(float(match.group(1)) * scale)
-    if value <= 0:
-        raise ValueError(f"a memory size must be positive, not {text!r}")
-    return value
-
-
-def default_budget():
-    """The machine's available memory less a margin."""
-    return max(BASE_BYTES, available_memory() - MEMORY_MARGIN)
-
-
-def working_bytes(seeds):
-    """Memory of the layer in work: 1.5 bytes a position (tables.working_bytes)."""
-    return tables.working_bytes(seeds)
-
-
-def least_bytes(seeds):
-    """The smallest budget that builds layer `seeds`: the process, the working
-    state and the largest smaller layer (tables.build_memory_bytes, which the
-    missing-table advice quotes)."""
-    return BASE_BYTES + tables.build_memory_bytes(seeds)
-
-
-def process_bytes(seeds, processes, threads=1, outbox=None, batch=None):
-    """Memory of one of `processes` processes building layer `seeds`
-    (solver.distributed): the process, its slice of the working state, its
-    slices of layers n-15..n-1 (the smaller layers are partitioned, and the
-    one just below is kept for the next layer) and its exchange buffers."""
-    outbox = distributed.OUTBOX if outbox is None else outbox
-    batch = distributed.EXIT_BATCH if batch is None else batch
-    share = lambda size: -(-size // processes)  # noqa: E731
-    smaller = sum(share(index.layer_size(m)) for m in range(max(0, seeds - retrograde.MAX_CAPTURE), seeds))
-    buffers = 0
-    if processes > 1:
-        # Outboxes, their concatenation and grouping, and what arrives (as much again).
-        buffers = 4 * 8 * threads * (outbox + retrograde.BATCH + retrograde.MAX_PREDECESSORS)
-    buffers += batch * ROW * (8 + 1) * 3  # exit requests: keys and gains, asked, answered
-    return BASE_BYTES + share(working_bytes(seeds)) + smaller + buffers
-
-
-def largest_layer(budget):
-    """The largest layer a budget can build (-1 if none)."""
-    best = -1
-    for seeds in range(index.MAX_SEEDS + 1):
-        if least_bytes(seeds) <= budget:
-            best = seeds
-    return best
-
-
-def exit_groups(seeds, budget):
-    """The smaller layers of layer `seeds` grouped so that each group fits in
-    the budget beside the working state (first fit, largest first); one exit
-    pass per group. Raises BuildError when the budget cannot hold the layer."""
-    room = budget - BASE_BYTES - working_bytes(seeds)
-    layers = sorted(retrograde.exit_layers(seeds), key=index.layer_size, reverse=True)
-    if least_bytes(seeds) > budget:
-        raise BuildError(memory_message(seeds, budget))
-    groups = []
-    for layer in layers:
-        size = index.layer_size(layer)
-        for group in groups:
-            if group[0] + size <= room:
-                group[0] += size
-                group[1].append(layer)
-                break
-        else:
-            groups.append([size, [layer]])
-    return [sorted(group) for _, group in groups] or [[]]
-
-
-def memory_message(seeds, budget):
-    """One line: what layer `seeds` needs and the largest layer the budget allows."""
-    allowed = largest_layer(budget)
-    return (
-        f"layer {seeds} needs at least {least_bytes(seeds) / 2**30:.1f} GiB "
-        f"({working_bytes(seeds) / 2**30:.1f} GiB working state, the largest smaller layer and the process); "
-        f"the memory budget of {budget / 2**30:.1f} GiB builds layers up to {allowed}"
-    )
 
 
 def peak_memory_bytes():
     """Peak resident memory of this process so far."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-# Plan ------------------------------------------------------------------------------
-
-
-def measured_rates(directory):
-    """(positions a second, bytes a position on disk) of the largest layer built
-    in `directory` with a recorded build time, or the defaults."""
-    rate, file_bytes, source = DEFAULT_RATE, DEFAULT_FILE_BYTES, "default"
-    for seeds in reversed(tables.built_layers(directory)):
-        info = tables.table_info(directory, seeds)
-        if info["status"] == "ok" and info.get("build_seconds", 0) > 1.0:
-            rate = info["positions"] / info["build_seconds"]
-            file_bytes = info["bytes_per_position"]
-            source = f"layer {seeds} in {directory}"
-            break
-    return rate, file_bytes, source
-
-
-def plan(max_seeds: int, budget: int | None = None, directory: str | None = None) -> dict:
-    """Per layer 0..max_seeds: positions, working and peak memory, exit passes,
-    file size and build time estimates under `budget` (dicts), and what the
-    estimates rest on."""
-    budget = budget or default_budget()
-    directory = directory or tables.default_directory()
-    rate, file_bytes, source = measured_rates(directory)
-    rows = []
-    for seeds in range(max_seeds + 1):
-        size = index.layer_size(seeds)
-        lower = sum(index.layer_size(m) for m in retrograde.exit_layers(seeds))
-        row = {
-            "seeds": seeds,
-            "positions": size,
-            "working_bytes": working_bytes(seeds),
-            "smaller_layer_bytes": lower,
-            "least_bytes": least_bytes(seeds),
-            "file_bytes": int(size * file_bytes),
-            "seconds": size / rate,
-            "fits": least_bytes(seeds) <= budget,
-        }
-        if row["fits"]:
-            groups = exit_groups(seeds, budget)
-            row["exit_passes"] = len(groups)
-            row["peak_bytes"] = BASE_BYTES + working_bytes(seeds) + max(
-                sum(index.layer_size(m) for m in g) for g in groups
-            )
-        rows.append(row)
-    return {"budget_bytes": budget, "rate": rate, "file_bytes_per_position": file_bytes, "measured_on": source,
-            "largest_layer": largest_layer(budget), "layers": rows}
-
-
-def measured_exchange(directory):
-    """(bytes exchanged a position as the processes grow many, overhead of the
-    distributed build on the same cores, what they rest on): from the largest
-    layer in `directory` built by several processes, else the defaults."""
-    for seeds in reversed(tables.built_layers(directory)):
-        info = tables.table_info(directory, seeds)
-        if info["status"] != "ok":
-            continue
-        with tables.open_table(directory, seeds) as handle:
-            processes = int(handle.attrs.get("processes", 1))
-            exchanged = handle.attrs.get("bytes_exchanged")
-        if processes > 1 and exchanged is not None:
-            # X_P = c (P - 1) / P: a random predecessor or capture is elsewhere with odds (P - 1) / P.
-            per_position = float(exchanged) / info["positions"] * processes / (processes - 1)
-            return per_position, DEFAULT_OVERHEAD, f"layer {seeds} in {directory} ({processes} processes)"
-    return DEFAULT_EXCHANGE, DEFAULT_OVERHEAD, "default"
-
-
-def cluster_plan(max_seeds: int, processes: int, memory_per_process: int, directory: str | None = None,
-                 threads: int = 1, bandwidth: float = DEFAULT_BANDWIDTH) -> dict:
-    """The distributed build of layers 0..max_seeds on `processes` processes
-    with `memory_per_process` bytes each, as a model (see docs/CLUSTER.md):
-    per layer, the memory of each process, whether it fits, the bytes
-    exchanged, the file size and the wall time; the smallest number of such
-    processes that builds the largest layer; and what the figures rest on.
-
-    Time of a layer: positions x overhead / (rate x processes), the rate
-    being one machine's like this one's (measured_rates) and the overhead the
-    distributed build's on the same cores, plus its exchange at `bandwidth`
-    bytes a second a process. Bytes exchanged: c (P - 1) / P a position.
-    """
-    directory = directory or tables.default_directory()
-    rate, file_bytes, source = measured_rates(directory)
-    exchange, overhead, exchange_source = measured_exchange(directory)
-    rows = []
-    for seeds in range(max_seeds + 1):
-        size = index.layer_size(seeds)
-        need = process_bytes(seeds, processes, threads)
-        exchanged = size * exchange * (processes - 1) / processes
-        compute = size * (overhead if processes > 1 else 1.0) / (rate * processes)
-        rows.append({
-            "seeds": seeds,
-            "positions": size,
-            "process_bytes": need,
-            "fits": need <= memory_per_process,
-            "bytes_exchanged": int(exchanged),
-            "file_bytes": int(size * file_bytes),
-            "seconds": compute + exchanged / processes / bandwidth,
-        })
-    return {
-        "processes": processes,
-        "memory_per_process_bytes": memory_per_process,
-        "threads_per_process": threads,
-        "bandwidth_bytes_per_second": bandwidth,
-        "rate": rate,
-        "rate_measured_on": source,
-        "exchange_bytes_per_position": exchange,
-        "overhead": overhead,
-        "exchange_measured_on": exchange_source,
-        "file_bytes_per_position": file_bytes,
-        "smallest_cluster": {str(seeds): least_processes(seeds, memory_per_process, threads)
-                             for seeds in sorted({max_seeds, index.MAX_SEEDS})},
-        "layers": rows,
-    }
-
-
-def least_processes(seeds, memory_per_process, threads=1):
-    """The fewest processes of `memory_per_process` bytes that build layer `seeds` (None if none can)."""
-    if process_bytes(seeds, 1 << 30, threads) > memory_per_process:
-        return None
-    low, high = 1, 1 << 30
-    while low < high:
-        middle = (low + high) // 2
-        if process_bytes(seeds, middle, threads) <= memory_per_process:
-            high = middle
-        else:
-            low = middle + 1
-    return low
 
 
 # Lock ------------------------------------------------------------------------------
@@ -436,16 +205,6 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                 if report:
                     report(row)
     return store
-
-
-def process_memory_message(seeds, processes, budget, threads=1):
-    """One line: what each process needs for layer `seeds` against its budget."""
-    need = process_bytes(seeds, processes, threads)
-    allowed = max((n for n in range(index.MAX_SEEDS + 1) if process_bytes(n, processes, threads) <= budget),
-                  default=-1)
-    reach = f"builds layers up to {allowed}" if allowed >= 0 else "builds no layer"
-    return (f"layer {seeds} needs {need / 2**30:.1f} GiB in each of {processes} processes; the budget of "
-            f"{budget / 2**30:.1f} GiB a process {reach} (use more processes, or more memory each)")
 
 
 class CollectiveError(BuildError):

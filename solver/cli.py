@@ -170,12 +170,12 @@ def _memory_option(function):
 
 
 def _budget(memory):
-    from . import build as builder
+    from . import plan as model
 
     if memory is None:
-        return builder.default_budget()
+        return model.default_budget()
     try:
-        return builder.parse_memory(memory)
+        return model.parse_memory(memory)
     except ValueError as error:
         raise UserError(f"--memory: {error}") from None
 
@@ -306,12 +306,13 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet):
     """The build in this process alone."""
     from . import build as builder
     from . import index
+    from .plan import least_bytes
 
     bars, progress = _layer_bars(not (quiet or as_json) and sys.stderr.isatty())
     _compiling_notice(as_json)
     if not as_json:
         total = sum(index.layer_size(n) for n in range(max_seeds + 1))
-        need = max(builder.least_bytes(n) for n in range(max_seeds + 1))
+        need = max(least_bytes(n) for n in range(max_seeds + 1))
         click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory}; "
                    f"memory budget {budget / 2**30:.1f} GiB, the largest layer needs at least {need / 2**30:.1f} GiB")
     started = time.perf_counter()
@@ -370,18 +371,18 @@ def plan(max_seeds, memory, directory, processes, memory_per_process, threads, b
     process, bytes exchanged, file size and time, and the smallest number
     of such processes that builds layer 48 (a model: see docs/CLUSTER.md).
     """
-    from . import build as builder
+    from . import plan as model
 
     if processes is None:
         if memory_per_process is not None or threads is not None:
             raise UserError("--memory-per-process and --threads go with --processes")
-        _plan_here(builder.plan(max_seeds, _budget(memory), directory), max_seeds, as_json)
+        _plan_here(model.plan(max_seeds, _budget(memory), directory), max_seeds, as_json)
         return
     if memory is not None and memory_per_process is not None:
         raise UserError("give --memory-per-process (or --memory), not both")
     each = _budget(memory_per_process if memory_per_process is not None else memory)
-    result = builder.cluster_plan(max_seeds, processes, each, directory, threads=threads or os.cpu_count() or 1,
-                                  bandwidth=bandwidth * 1e9)
+    result = model.cluster_plan(max_seeds, processes, each, directory, threads=threads or os.cpu_count() or 1,
+                                bandwidth=bandwidth * 1e9)
     if as_json:
         emit_json(result)
         return

@@ -9,17 +9,28 @@ putting a layer costs exactly its size and dropping one gives its pages
 back to the system at once. The builder solves a layer in place, in its
 slot of the store: the finished values are already where the layers above
 read them, with no copy.
+
+The look-ups of a value in the store live here too, beside it: a move's
+child (`move_value`, the builder's exits and every reader go through it), a
+position (`value_packed`, one ply of look-up outside the index) and a
+position the search may also know from a solved component (`known_value`).
 """
 
 import mmap
 import os
 
 import numpy as np
+from numba import njit
 
 from . import index
+from .rules import NOT_TERMINAL, ROW, board_seeds, legal_mask, play, terminal_value
 
 PAGE = mmap.PAGESIZE
 _MAP_NORESERVE = 0x4000  # Linux: reserve address space only; pages are taken when written
+
+
+NOT_IN_USE = -1000  # move_value of a move whose child's layer is not in `use`: below every value
+PARTIAL_OFFSET = 64  # solved-component values are kept as d + 64, so 0 means unknown
 
 
 def _reserve(size):
@@ -106,3 +117,72 @@ class LayerStore:
         for seeds in self.layers():
             store.put(seeds, self.layer(seeds))
         return store
+
+
+# Look-ups ---------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def move_value(captured, child_mover, child_opponent, seeds, flat, starts, use):
+    """captured - d(child) of a move from a position of `seeds` seeds that
+    captured `captured` and led to the child (its words), d(child) read from
+    the child's layer in `flat` (offsets `starts`); NOT_IN_USE when that
+    layer is not marked in `use`. The one place a move's child is looked up
+    in a layer: the builder's exits, the probe's one ply outside the index
+    and the search's component explorer all go through it."""
+    child_seeds = seeds - captured
+    if not use[child_seeds]:
+        return NOT_IN_USE
+    child = index.rank_packed(child_mover, child_opponent, child_seeds)
+    return captured - np.int64(flat[starts[child_seeds] + child])
+
+
+@njit(cache=True)
+def value_packed(mover, opponent, flat, starts, loaded):
+    """d of a packed position from the loaded layers; one ply when outside the index.
+
+    Returns NOT_TERMINAL (127) when a layer it needs is not loaded.
+    """
+    seeds = board_seeds(mover, opponent)
+    terminal = terminal_value(mover, opponent)
+    if terminal != NOT_TERMINAL:
+        return terminal
+    if index.packed_in_index(opponent):
+        if not loaded[seeds]:
+            return NOT_TERMINAL
+        return np.int64(flat[starts[seeds] + index.rank_packed(mover, opponent, seeds)])
+    best = NOT_IN_USE
+    mask = legal_mask(mover, opponent)
+    for house in range(ROW):
+        if mask & (1 << house):
+            captured, child_mover, child_opponent = play(mover, opponent, house)
+            value = move_value(captured, child_mover, child_opponent, seeds, flat, starts, loaded)
+            if value == NOT_IN_USE:
+                return NOT_TERMINAL
+            if value > best:
+                best = value
+    return best
+
+
+@njit(cache=True, inline="always")
+def known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_starts):
+    """d of a non-terminal position from the loaded layers or from solved
+    components (`partial`, values + PARTIAL_OFFSET at `partial_starts`, 0
+    unknown), or NOT_TERMINAL when neither knows it."""
+    if loaded[seeds]:
+        return value_packed(mover, opponent, flat, starts, loaded)
+    if partial_starts[seeds + 1] > partial_starts[seeds] and index.packed_in_index(opponent):
+        stored = partial[partial_starts[seeds] + index.rank_packed(mover, opponent, seeds)]
+        if stored != 0:
+            return np.int64(stored) - PARTIAL_OFFSET
+    return NOT_TERMINAL
+
+
+@njit(cache=True)
+def byte_histogram(values):
+    """Counts of each byte value (index: the byte as unsigned) of an int8
+    array, without the 8-bytes-a-position temporary np.bincount would make."""
+    counts = np.zeros(256, dtype=np.int64)
+    for value in values:
+        counts[np.uint8(value)] += 1
+    return counts

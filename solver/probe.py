@@ -22,39 +22,11 @@ from numba import njit
 from . import index, tables
 from .errors import GameOverError, InvalidPositionError, MissingTableError
 from .position import HOUSE_LETTERS, Game, Position, as_position
-from .layers import LayerStore
-from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play, terminal_value
-from .retrograde import NOT_IN_USE, move_value
+from .layers import LayerStore, value_packed
+from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play
 
 WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
 CACHE_CHUNKS = 64  # checked chunks kept per open file (64 of 256 Ki positions: 16 MiB)
-
-
-@njit(cache=True)
-def value_packed(mover, opponent, flat, starts, loaded):
-    """d of a packed position from the loaded layers; one ply when outside the index.
-
-    Returns NOT_TERMINAL (127) when a layer it needs is not loaded.
-    """
-    seeds = board_seeds(mover, opponent)
-    terminal = terminal_value(mover, opponent)
-    if terminal != NOT_TERMINAL:
-        return terminal
-    if index.packed_in_index(opponent):
-        if not loaded[seeds]:
-            return NOT_TERMINAL
-        return np.int64(flat[starts[seeds] + index.rank_packed(mover, opponent, seeds)])
-    best = NOT_IN_USE
-    mask = legal_mask(mover, opponent)
-    for house in range(ROW):
-        if mask & (1 << house):
-            captured, child_mover, child_opponent = play(mover, opponent, house)
-            value = move_value(captured, child_mover, child_opponent, seeds, flat, starts, loaded)
-            if value == NOT_IN_USE:
-                return NOT_TERMINAL
-            if value > best:
-                best = value
-    return best
 
 
 @njit(cache=True)
@@ -280,7 +252,7 @@ class Tablebase:
         for layer in sorted(needed):
             if not self.has_layer(layer):
                 raise MissingTableError(
-                    f"layer {layer} is not built in {self.directory}: {tables.build_advice(layer, self.directory)}"
+                    f"layer {layer} is not built in {self.directory}: build it with `{tables.build_command(layer, self.directory)}`"
                 )
             self.load(layer)
 

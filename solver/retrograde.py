@@ -62,7 +62,7 @@ from numba import njit, prange
 
 from . import index
 from .intrinsics import atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch
-from .layers import LayerStore
+from .layers import LayerStore, byte_histogram, move_value
 from .rules import LAP_MASKS, RANGE_MASKS, ROW, ROW_ONES, legal_mask, play, terminal_value
 
 MAX_VALUE = index.MAX_SEEDS  # every resolved value lies in [-MAX_VALUE, MAX_VALUE]
@@ -139,24 +139,6 @@ def _position_at(rank, current, mover, opponent, seeds, rows):
             current += 1
         return mover, opponent
     return index.unrank_fast(seeds, rank, rows[0], rows[1], rows[2], rows[3])
-
-
-NOT_IN_USE = -1000  # move_value of a move whose child's layer is not in `use`: below every value
-
-
-@njit(cache=True, inline="always")
-def move_value(captured, child_mover, child_opponent, seeds, flat, starts, use):
-    """captured - d(child) of a move from a position of `seeds` seeds that
-    captured `captured` and led to the child (its words), d(child) read from
-    the child's layer in `flat` (offsets `starts`); NOT_IN_USE when that
-    layer is not marked in `use`. The one place a move's child is looked up
-    in a layer: the exits here, the probe's one ply outside the index and
-    the search's component explorer all go through it."""
-    child_seeds = seeds - captured
-    if not use[child_seeds]:
-        return NOT_IN_USE
-    child = index.rank_packed(child_mover, child_opponent, child_seeds)
-    return captured - np.int64(flat[starts[child_seeds] + child])
 
 
 @njit(cache=True, inline="always")
@@ -532,16 +514,6 @@ def graph_state(exits, children, values, counts):
     for node in range(exits.shape[0]):
         values[node] = pending(max(exits[node], NO_EXIT))
         counts[node >> 1] |= np.uint8(children[node] << ((node & 1) << 2))
-
-
-@njit(cache=True)
-def byte_histogram(values):
-    """Counts of each byte value (index: the byte as unsigned) of an int8
-    array, without the 8-bytes-a-position temporary np.bincount would make."""
-    counts = np.zeros(256, dtype=np.int64)
-    for value in values:
-        counts[np.uint8(value)] += 1
-    return counts
 
 
 @njit(cache=True, parallel=True)

@@ -59,9 +59,9 @@ from numba import njit
 from . import index, retrograde
 from .intrinsics import prefetch_row
 from .errors import GameOverError, MissingTableError, SearchError
-from .layers import available_memory
+from .layers import NOT_IN_USE, PARTIAL_OFFSET, available_memory, known_value, move_value
 from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
-from .probe import Tablebase, value_packed
+from .probe import Tablebase
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 
 BOUNDS_TIME_SHARE = 0.25  # of a time limit spent deepening when bounds are asked for (they cost about 3x that)
@@ -72,7 +72,6 @@ NO_REPETITION = 1 << 40
 PROVEN = 255  # stored depth of a proven score: good at any depth
 EXACT, LOWER, UPPER = 3, 1, 2
 NO_MOVE = 7
-PARTIAL_OFFSET = 64  # component values are kept as d + 64, so 0 means unknown
 CYCLES = ("own", "split")
 DEFAULT_HASH_MB = 64
 DEFAULT_COMPONENT_LIMIT = 4_000_000
@@ -82,22 +81,6 @@ COMPONENT_RATE = 1_000_000  # component positions allowed per second of time lim
 
 _HASH_A = np.uint64(0x9E3779B97F4A7C15)
 _HASH_B = np.uint64(0xC2B2AE3D27D4EB4F)
-
-
-# Table lookups -------------------------------------------------------------------
-
-
-@njit(cache=True, inline="always")
-def known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_starts):
-    """d of a non-terminal position from the tables or solved components, or
-    NOT_TERMINAL when neither knows it."""
-    if loaded[seeds]:
-        return value_packed(mover, opponent, flat, starts, loaded)
-    if partial_starts[seeds + 1] > partial_starts[seeds] and index.packed_in_index(opponent):
-        stored = partial[partial_starts[seeds] + index.rank_packed(mover, opponent, seeds)]
-        if stored != 0:
-            return np.int64(stored) - PARTIAL_OFFSET
-    return NOT_TERMINAL
 
 
 # Transposition table -------------------------------------------------------------
@@ -431,8 +414,8 @@ def _explore_component(mover0, opponent0, seeds, flat, starts, loaded, partial, 
                 continue
             captured, cm, co = play(mover, opponent, house)
             if captured > 0:
-                value = retrograde.move_value(captured, cm, co, seeds, flat, starts, loaded)
-                if value == retrograde.NOT_IN_USE:
+                value = move_value(captured, cm, co, seeds, flat, starts, loaded)
+                if value == NOT_IN_USE:
                     # No table in memory for the child's layer: a terminal
                     # child, or one an earlier component solved.
                     if legal_mask(cm, co) == 0:
@@ -986,4 +969,4 @@ def search(position, depth=None, time=None, nodes=None, cycles="own", tablebase=
                                                  history=history, bounds=bounds)
 
 
-__all__ = ["SearchError", "SearchResult", "Searcher", "search", "known_value"]
+__all__ = ["SearchError", "SearchResult", "Searcher", "search"]

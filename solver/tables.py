@@ -30,8 +30,8 @@ import zlib
 import h5py
 import numpy as np
 
-from . import __version__, index, retrograde
-from .retrograde import byte_histogram
+from . import __version__, index
+from .layers import byte_histogram
 from .errors import CorruptTableError, MissingTableError, TableError, TableMismatchError, TableWriteError
 
 RULES = "awele-abapa"
@@ -78,30 +78,6 @@ def build_command(seeds, directory=None):
     """The command line that builds every layer up to `seeds`."""
     where = "" if directory in (None, default_directory()) else f" --dir {directory}"
     return f"awele build --max-seeds {seeds}{where}"
-
-
-def build_advice(seeds, directory=None):
-    """'build it with `awele build ...`', with the memory it takes when that is large."""
-    advice = f"build it with `{build_command(seeds, directory)}`"
-    need = build_memory_bytes(seeds)
-    if need > 4 << 30:
-        advice += f" (its working state and largest smaller layer take {need / 2**30:,.1f} GiB of memory)"
-    return advice
-
-
-def working_bytes(seeds):
-    """Memory of layer `seeds` while it is built: its value bytes, a nibble of
-    counts a position and two flag bytes a block (see solver.retrograde)."""
-    return retrograde.working_bytes(index.layer_size(seeds))
-
-
-def build_memory_bytes(seeds):
-    """Least memory that builds layer `seeds`, the process aside: its working
-    state and its largest smaller layer at one byte a position (the exit
-    passes take the smaller layers a group at a time). The build driver's
-    budget (solver.build.least_bytes) adds the process to it."""
-    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
-    return working_bytes(seeds) + largest
 
 
 def chunk_crc(chunk, values):
@@ -303,7 +279,7 @@ def open_table(directory, seeds, cache_bytes=None):
     path = table_path(directory, seeds)
     if not os.path.lexists(path):
         raise MissingTableError(
-            f"no table for {seeds} seeds in {directory}: {build_advice(seeds, directory)}"
+            f"no table for {seeds} seeds in {directory}: build it with `{build_command(seeds, directory)}`"
         )
     if not os.path.isfile(path):
         raise CorruptTableError(f"{path} is not a table file (a folder, or a link to nothing?)")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from solver import build, index, retrograde, tables
+from solver import build, index, plan, retrograde, tables
 from solver.cli import cli
 from solver.errors import BuildError
 from solver.layers import LayerStore
@@ -54,8 +54,8 @@ def test_larger_layers_verify_and_do_not_depend_on_threads(built16):
 
 
 def test_a_tight_budget_splits_the_exits_into_passes_and_gives_the_same_tables(tmp_path):
-    budget = build.least_bytes(15) + index.layer_size(11)
-    groups = build.exit_groups(15, budget)
+    budget = plan.least_bytes(15) + index.layer_size(11)
+    groups = plan.exit_groups(15, budget)
     assert len(groups) >= 2 and sorted(m for g in groups for m in g) == retrograde.exit_layers(15)
     rows = []
     build.build(15, str(tmp_path), memory=budget, report=rows.append)
@@ -110,7 +110,7 @@ def test_a_pending_code_keeps_its_exit_and_is_never_a_value():
 
 def test_a_budget_too_small_stops_before_any_work_in_one_line(tmp_path):
     directory = str(tmp_path / "small")
-    budget = build.least_bytes(14) - 1
+    budget = plan.least_bytes(14) - 1
     with pytest.raises(BuildError, match=r"layer 14 needs .* builds layers up to 13"):
         build.build(16, directory, memory=budget)
     assert tables.built_layers(directory) == []
@@ -120,21 +120,21 @@ def test_a_budget_too_small_stops_before_any_work_in_one_line(tmp_path):
 
 
 def test_the_memory_option_reads_sizes_and_refuses_nonsense():
-    assert build.parse_memory("20G") == 20 << 30
-    assert build.parse_memory("1.5 GiB") == 3 << 29
-    assert build.parse_memory("4096") == 4096
+    assert plan.parse_memory("20G") == 20 << 30
+    assert plan.parse_memory("1.5 GiB") == 3 << 29
+    assert plan.parse_memory("4096") == 4096
     for bad in ("", "lots", "-3G", "0", "1" * 5000, "2X"):
         with pytest.raises(ValueError):
-            build.parse_memory(bad)
+            plan.parse_memory(bad)
     result = CliRunner().invoke(cli, ["plan", "--memory", "lots"])
     assert result.exit_code == 2 and "--memory" in result.output
 
 
 def test_largest_layer_and_least_bytes_agree():
     for seeds in (10, 20, 30, 32):
-        budget = build.least_bytes(seeds)
-        assert build.largest_layer(budget) == seeds
-        assert build.largest_layer(budget - 1) == seeds - 1
+        budget = plan.least_bytes(seeds)
+        assert plan.largest_layer(budget) == seeds
+        assert plan.largest_layer(budget - 1) == seeds - 1
 
 
 def test_plan_prints_every_layer_with_passes_and_estimates(built16):
@@ -148,7 +148,7 @@ def test_plan_prints_every_layer_with_passes_and_estimates(built16):
     assert layers[32]["positions"] == index.layer_size(32) and layers[32]["fits"]
     assert layers[32]["peak_bytes"] <= 20 << 30
     assert not layers[40]["fits"]
-    assert data["largest_layer"] == build.largest_layer(20 << 30)
+    assert data["largest_layer"] == plan.largest_layer(20 << 30)
     assert data["measured_on"].startswith("layer 16")
     text = runner.invoke(cli, ["plan", "--max-seeds", "34", "--memory", "20G", "--dir", directory])
     assert text.exit_code == 0 and "too big" not in text.output.splitlines()[-3]

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import build, distributed, index, retrograde, tables
+from solver import build, distributed, index, plan, retrograde, tables
 
 HASHES = json.load(open(os.path.join(os.path.dirname(__file__), "data", "layer_sha256.json")))["sha256"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -84,9 +84,9 @@ def test_a_slice_read_back_is_checked_like_a_whole_layer(tmp_path):
 
 def test_process_memory_falls_with_more_processes():
     for seeds in (20, 30, 40, 48):
-        one, eight, many = (build.process_bytes(seeds, p) for p in (1, 8, 512))
-        assert one > eight > many >= build.BASE_BYTES
-    assert build.process_bytes(30, 1) >= build.BASE_BYTES + build.working_bytes(30)
+        one, eight, many = (plan.process_bytes(seeds, p) for p in (1, 8, 512))
+        assert one > eight > many >= plan.BASE_BYTES
+    assert plan.process_bytes(30, 1) >= plan.BASE_BYTES + plan.working_bytes(30)
 
 
 # Checkpoints -------------------------------------------------------------------------
@@ -176,7 +176,7 @@ def test_mpi_builds_the_same_tables_as_one_process(tmp_path, processes):
         assert int(handle.attrs["processes"]) == processes
         solving = int(handle.attrs["bytes_exchanged"])  # the solve's traffic; the row adds the file's gathering
     assert 0 < solving < rows[-1]["bytes_exchanged"]
-    per_position, _, source = build.measured_exchange(directory)
+    per_position, _, source = plan.measured_exchange(directory)
     assert source.endswith(f"({processes} processes)")
     assert per_position == pytest.approx(solving / index.layer_size(14) * processes / (processes - 1))
 
@@ -255,26 +255,26 @@ def test_mpi_the_slurm_script_builds_and_resumes(tmp_path):
 
 def test_the_cluster_plan_follows_its_model(tmp_path):
     each = 24 * 2**30
-    plan = build.cluster_plan(48, 46, each, str(tmp_path), threads=2)
-    assert plan["rate_measured_on"] == "default" and plan["exchange_measured_on"] == "default"
-    for row in plan["layers"]:
+    result = plan.cluster_plan(48, 46, each, str(tmp_path), threads=2)
+    assert result["rate_measured_on"] == "default" and result["exchange_measured_on"] == "default"
+    for row in result["layers"]:
         size = index.layer_size(row["seeds"])
-        assert row["process_bytes"] == build.process_bytes(row["seeds"], 46, 2)
+        assert row["process_bytes"] == plan.process_bytes(row["seeds"], 46, 2)
         assert row["fits"] == (row["process_bytes"] <= each)
-        exchanged = size * plan["exchange_bytes_per_position"] * 45 / 46
+        exchanged = size * result["exchange_bytes_per_position"] * 45 / 46
         assert row["bytes_exchanged"] == int(exchanged)
-        assert row["seconds"] == pytest.approx(size * plan["overhead"] / (plan["rate"] * 46)
-                                               + exchanged / 46 / plan["bandwidth_bytes_per_second"])
-    least = plan["smallest_cluster"]["48"]
-    assert build.process_bytes(48, least, 2) <= each < build.process_bytes(48, least - 1, 2)
-    assert build.least_processes(48, 2**20) is None
+        assert row["seconds"] == pytest.approx(size * result["overhead"] / (result["rate"] * 46)
+                                               + exchanged / 46 / result["bandwidth_bytes_per_second"])
+    least = result["smallest_cluster"]["48"]
+    assert plan.process_bytes(48, least, 2) <= each < plan.process_bytes(48, least - 1, 2)
+    assert plan.least_processes(48, 2**20) is None
 
 
 def test_the_cluster_plan_reads_its_rates_from_a_distributed_build(tmp_path):
     directory = str(tmp_path)
     build.build_distributed(10, directory, distributed.Exchange(), threads=1)
     # One process exchanges nothing: the plan keeps its default traffic until a build by several says otherwise.
-    assert build.measured_exchange(directory)[2] == "default"
+    assert plan.measured_exchange(directory)[2] == "default"
     result = _awele("plan", "--max-seeds", "48", "--processes", "9", "--memory-per-process", "128G",
                     "--threads", "2", "--dir", directory)
     assert result.returncode == 0, result.stderr
