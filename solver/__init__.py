@@ -14,11 +14,11 @@ from .errors import (  # noqa: E402
     InvalidPositionError,
     InvalidRecordError,
 )
-from .position import Game, Position, perft  # noqa: E402
 
-# The table and search classes load numba kernels and HDF5: imported on first
-# use, so `import solver` and `awele --version` stay quick.
-_LAZY = {"Tablebase": "probe", "Searcher": "search", "SearchResult": "search", "LayerStore": "layers"}
+# Every class but the errors loads numba kernels (and the tables HDF5):
+# imported on first use, so `import solver` and `awele --version` stay quick.
+_LAZY = {"Game": "position", "Position": "position", "perft": "position", "Tablebase": "probe",
+         "Searcher": "search", "SearchResult": "search", "LayerStore": "layers"}
 
 
 def __getattr__(name):

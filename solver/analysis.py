@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from .errors import InvalidArgumentError, InvalidRecordError, MissingTableError
 from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, as_position, parse_record
+from .report import EndReason, MoveValue, Outcome, Rule
 
 if TYPE_CHECKING:  # the table and search modules load numba kernels: imported when used
     from .probe import Tablebase
@@ -50,21 +51,6 @@ MISTAKE_SEEDS = 4  # ... and at least this much a mistake
 MARK_SYMBOLS = {None: "", "inaccuracy": "?!", "mistake": "?", "blunder": "??"}
 MIN_TIME_PER_PLY = 0.01  # seconds; a ply's legal moves share it, and each needs time for one iteration
 SOURCES = ("table", "search")
-
-
-@dataclass
-class MoveScore:
-    """One legal move at a ply: its letter, the seeds it captures, its value
-    for the mover and whether that value is exact."""
-
-    move: str
-    captured: int
-    value: int
-    exact: bool
-
-    def as_dict(self) -> dict:
-        """Plain JSON-able data."""
-        return {"move": self.move, "captured": self.captured, "value": self.value, "exact": self.exact}
 
 
 @dataclass
@@ -88,7 +74,7 @@ class PlyAnalysis:
     tables) or "search" (above the tables: the true repetition rule over the
     game played so far); exact: every value of the ply is proven; cycles:
     the repetition convention of the values, "split" for the tables, "own"
-    for the search; moves: every legal move's MoveScore, in sowing order.
+    for the search; moves: every legal move's MoveValue, in sowing order.
     """
 
     ply: int
@@ -108,7 +94,7 @@ class PlyAnalysis:
     exact: bool
     source: str
     cycles: str
-    moves: list[MoveScore] = field(default_factory=list)
+    moves: list[MoveValue] = field(default_factory=list)
 
     @property
     def symbol(self) -> str:
@@ -204,7 +190,7 @@ class Analysis:
     north: SideSummary
     position: str
     over: bool
-    end_reason: str | None
+    end_reason: EndReason | None
     result: tuple[int, int] | None
     exact: bool
     time_per_ply: float | None
@@ -226,7 +212,7 @@ class Analysis:
             "summary": {"South": self.south.as_dict(), "North": self.north.as_dict()},
             "position": self.position,
             "over": self.over,
-            "end_reason": self.end_reason,
+            "end_reason": None if self.end_reason is None else str(self.end_reason),
             "result": None if self.result is None else [int(x) for x in self.result],
             "exact": self.exact,
             "time_per_ply": self.time_per_ply,
@@ -342,9 +328,7 @@ def outcome_class(position: Position, value: float) -> int:
     """+1, 0 or -1: the result the mover of `position` gets if the seeds on
     the board split as `value` says (his captures so far plus (n + value) / 2
     against the opponent's plus (n - value) / 2): a win, a draw or a loss."""
-    mine, theirs = position.mover_captured()
-    margin = mine - theirs + value
-    return (margin > 0) - (margin < 0)
+    return {"win": 1, "draw": 0, "loss": -1}[Outcome.predicted(position, value).for_side(position.to_move)]
 
 
 def mark_move(position: Position, best_value: int, played_value: int, exact: bool = True) -> str | None:
@@ -390,12 +374,12 @@ class _Judge:
         self._warmed = False
 
     def scores(self, game):
-        """(source, cycles, value, [MoveScore]) for the position `game` is in."""
+        """(source, cycles, value, [MoveValue]) for the position `game` is in."""
         position = game.position
         found = self._from_tables(position)
         if found is not None:
             value, scores = found
-            return "table", "split", value, scores
+            return "table", Rule.SPLIT.value, value, scores
         if self.time_per_ply is None:
             raise MissingTableError(self._why_no_table(position))
         searcher = self._searcher()
@@ -405,18 +389,17 @@ class _Judge:
             # that here so each move gets its whole share of the time.
             searcher.search(game, depth=1, cycles="own")
             self._warmed = True
-        scores = [MoveScore(move, int(captured), int(value), bool(exact))
-                  for move, captured, value, exact in searcher.move_values(game, time=self.time_per_ply, cycles="own")]
-        return "search", "own", max(s.value for s in scores), scores
+        scores = searcher.move_values(game, time=self.time_per_ply, cycles=Rule.OWN.value)
+        return "search", Rule.OWN.value, max(s.value for s in scores), scores
 
     def _from_tables(self, position):
-        """(value, [MoveScore]) from the tables, or None when they do not reach."""
+        """(value, [MoveValue]) from the tables, or None when they do not reach."""
         seeds = position.seeds
         if (self.max_tables is not None and seeds > self.max_tables) or not self.tablebase.has_layer(seeds):
             return None
         try:
             value = self.tablebase.value(position)
-            scores = [MoveScore(m.move, int(m.captured), int(m.value), True) for m in self.tablebase.moves(position)]
+            scores = self.tablebase.moves(position)
         except MissingTableError:
             return None  # a layer a move reaches is missing: search
         return int(value), scores
@@ -451,5 +434,5 @@ class _Judge:
         return self.searcher
 
 
-__all__ = ["Analysis", "MoveScore", "PlyAnalysis", "SideSummary", "analyse", "mark_move", "outcome_class",
+__all__ = ["Analysis", "PlyAnalysis", "SideSummary", "analyse", "mark_move", "outcome_class",
            "INACCURACY_SEEDS", "MISTAKE_SEEDS"]

@@ -15,8 +15,8 @@ import click
 
 from . import __version__
 from .errors import AweleError
-from .position import MAX_PERFT_DEPTH, Game, Position, perft
-from .search import MAX_PLY
+from .limits import MAX_PERFT_DEPTH, MAX_PLY
+from .report import EndReason, Outcome, Rule, move_rows
 
 EXIT_USER_ERROR = 2
 
@@ -29,6 +29,8 @@ class UserError(click.ClickException):
 
 def parse_position(text, moves=None):
     """A Position from notation (canonical or 12 integers) and/or a move record."""
+    from .position import Game, Position
+
     if text is not None and not text.strip():
         raise UserError("the position is empty: write one, or leave it out for the opening")
     try:
@@ -140,6 +142,8 @@ def show(position, moves, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def perft_command(position, depth, as_json):
     """Count the leaves DEPTH plies below POSITION ('initial' for the opening)."""
+    from .position import Position, perft
+
     pos = Position.initial() if position.lower() in ("initial", "start", "opening") else parse_position(position)
     started = time.perf_counter()
     leaves = _interruptible(perft, pos, depth)
@@ -540,20 +544,24 @@ def _open_tablebase(directory, position, quiet=False):
     return tablebase
 
 
-def _seeds(count):
-    """A predicted seed count: an int when whole (a half only comes from endless play)."""
-    return int(count) if float(count).is_integer() else float(count)
+def _score_text(scores):
+    """'South 25 - North 23 (South wins)' for final (South, North) totals."""
+    from .report import Outcome
+
+    return Outcome(float(scores[0]), float(scores[1])).text()
 
 
-def _score_text(position, scores):
-    south, north = scores
-    def fmt(x):
-        return f"{x:g}"
-    outcome = "draw" if south == north else ("South wins" if south > north else "North wins")
-    text = f"South {fmt(south)} - North {fmt(north)} ({outcome})"
-    if south != int(south):
-        text += "; the half seeds: endless play splits the seeds left evenly (the tables' convention)"
-    return text
+def _echo_moves(moves, show_exact):
+    """Every move's line: * for the best, its value, exact or not, its capture."""
+    from .report import best_value
+
+    best = best_value(moves)
+    for m in moves:
+        mark = "*" if m.value is not None and m.value == best else " "
+        value = "?" if m.value is None else f"{m.value:+d}"
+        kind = (" exact" if m.exact else " estimate") if show_exact else ""
+        capture = f"  captures {m.captured}" if m.captured else ""
+        click.echo(f"  {mark} {m.move}  {value}{kind}{capture}")
 
 
 def _search_options(default_time):
@@ -607,6 +615,8 @@ def _search_dict(result):
 
 def _parse_game(position, moves):
     """The Game to search: POSITION (or the opening) with MOVES played, or the position alone."""
+    from .position import Game
+
     start = parse_position(position)
     if not moves:
         return start
@@ -614,6 +624,14 @@ def _parse_game(position, moves):
         return Game.from_record(moves, start)
     except AweleError as error:
         raise UserError(str(error)) from None
+
+
+def _game_of(position, moves):
+    """The Game of POSITION (or the opening) with MOVES played from it."""
+    from .position import Game
+
+    subject = _parse_game(position, moves)
+    return subject if isinstance(subject, Game) else Game(subject)
 
 
 def _report_depth(done, value, exact, nodes_so_far, elapsed):
@@ -693,10 +711,10 @@ def best_command(position, moves, directory, depth, seconds, nodes, max_tables, 
     if pos.is_over():
         scores = pos.result()
         if as_json:
-            emit_json({"position": str(pos), "over": True, "reason": pos.terminal_rule(), "result": list(scores)})
+            emit_json({"position": str(pos), "over": True, "reason": str(pos.terminal_rule()), "result": list(scores)})
         else:
             click.echo(pos.diagram())
-            click.echo(f"game over ({pos.terminal_rule()}): {_score_text(pos, scores)}")
+            click.echo(f"game over ({pos.terminal_rule()}): {_score_text(scores)}")
         return
     with _open_tablebase(directory, pos, quiet=as_json) as tablebase:
         if not tablebase.has_layer(pos.seeds):
@@ -711,41 +729,35 @@ def best_command(position, moves, directory, depth, seconds, nodes, max_tables, 
                                         bounds=bounds, progress=None if as_json else _report_depth),
                         searcher.move_values(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles))
 
-            result, move_values = _interruptible(searched)
-            best = max(v for _, _, v, _ in move_values)
+            result, moves_list = _interruptible(searched)
             if as_json:
                 data = _search_dict(result)
-                data["moves"] = [{"move": m, "captured": c, "value": v, "exact": e, "best": v == best}
-                                 for m, c, v, e in move_values]
+                data["moves"] = move_rows(moves_list)
                 emit_json(data)
                 return
             _echo_search(result)
             click.echo("every move, searched with a share of the limits:")
-            for move, captured, value, exact in move_values:
-                mark = "*" if value == best else " "
-                capture = f"  captures {captured}" if captured else ""
-                click.echo(f"  {mark} {move}  {value:+d} {'exact' if exact else 'estimate'}{capture}")
+            _echo_moves(moves_list, show_exact=True)
             return
-        value, moves_list, predicted, tablebase_line_move = _interruptible(lambda: (
-            tablebase.value(pos), tablebase.moves(pos), tablebase.predicted_result(pos),
-            tablebase.line(pos, max_plies=1).moves[0]))
-    best = max(m.value for m in moves_list)
+        game = _game_of(position, moves)
+        value, moves_list, chosen = _interruptible(lambda: (
+            tablebase.value(pos), tablebase.moves(pos), tablebase.best_move(game)))
+    predicted = Outcome.predicted(pos, value)
     if as_json:
+        rows = move_rows(moves_list)
         emit_json(
             {
                 "position": str(pos),
                 "to_move": pos.to_move,
                 "seeds": pos.seeds,
                 "value": value,
-                "predicted_result": [_seeds(x) for x in predicted],
-                "outcome": "draw" if predicted[0] == predicted[1] else ("S" if predicted[0] > predicted[1] else "N"),
-                "moves": [
-                    {"move": m.move, "captured": m.captured, "value": m.value, "best": m.value == best}
-                    for m in moves_list
-                ],
-                "best_moves": [m.move for m in moves_list if m.value == best],
-                "move": tablebase_line_move,
+                "predicted_result": predicted.scores(),
+                "outcome": predicted.winner,
+                "moves": rows,
+                "best_moves": [row["move"] for row in rows if row["best"]],
+                "move": chosen.move,
                 "exact": True,
+                "rule": Rule.SPLIT.value,
                 "source": "table",
             }
         )
@@ -754,11 +766,11 @@ def best_command(position, moves, directory, depth, seconds, nodes, max_tables, 
     click.echo(pos.diagram())
     click.echo(f"position: {pos}")
     click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board")
-    click.echo(f"perfect play ends: {_score_text(pos, predicted)}")
-    for m in moves_list:
-        mark = "*" if m.value == best else " "
-        capture = f"  captures {m.captured}" if m.captured else ""
-        click.echo(f"  {mark} {m.move}  {m.value:+d}{capture}")
+    click.echo(f"perfect play ends: {predicted.text()}")
+    _echo_moves(moves_list, show_exact=False)
+    if chosen.repeats:
+        click.echo(f"perfect play here: {chosen.move}, which repeats a position of the game: "
+                   f"{chosen.outcome.text()} by the true rule")
 
 
 cli.add_command(best_command, name="query")
@@ -776,14 +788,14 @@ def line(position, moves, max_plies, directory, as_json):
     if pos.is_over():
         scores = pos.result()
         if as_json:
-            emit_json({"position": str(pos), "over": True, "end": pos.terminal_rule(), "value": None,
+            emit_json({"position": str(pos), "over": True, "end": str(pos.terminal_rule()), "value": None,
                        "moves": [], "captures": [], "result": list(scores), "predicted_result": list(scores)})
         else:
-            click.echo(f"position: {pos}   game over ({pos.terminal_rule()}): {_score_text(pos, scores)}")
+            click.echo(f"position: {pos}   game over ({pos.terminal_rule()}): {_score_text(scores)}")
         return
     with _open_tablebase(directory, pos, quiet=as_json) as tablebase:
-        result, predicted = _interruptible(lambda: (tablebase.line(pos, max_plies=max_plies),
-                                                    tablebase.predicted_result(pos)))
+        result = _interruptible(lambda: tablebase.line(pos, max_plies=max_plies))
+    predicted = Outcome.predicted(pos, result.value)
     if as_json:
         emit_json(
             {
@@ -792,9 +804,9 @@ def line(position, moves, max_plies, directory, as_json):
                 "value": result.value,
                 "moves": result.moves,
                 "captures": result.captures,
-                "end": result.end_reason,
+                "end": str(result.end_reason),
                 "result": list(result.result) if result.result else None,
-                "predicted_result": [_seeds(x) for x in predicted],
+                "predicted_result": predicted.scores(),
             }
         )
         return
@@ -805,9 +817,9 @@ def line(position, moves, max_plies, directory, as_json):
         extra = f"  captures {captured}" if captured else ""
         click.echo(f"{number:4d}. {who:5s} {move}{extra}")
         side = "N" if side == "S" else "S"
-    ending = f"ends: {result.end_reason}" + (f"; {_score_text(pos, result.result)}" if result.result else "")
-    if result.end_reason == "repetition" and result.result and tuple(result.result) != tuple(predicted):
-        ending += (f"; not the {_score_text(pos, predicted).split(' (')[0]} the value {result.value:+d} predicts: "
+    ending = f"ends: {result.end_reason}" + (f"; {_score_text(result.result)}" if result.result else "")
+    if result.end_reason == EndReason.REPETITION and result.result and tuple(result.result) != predicted.totals:
+        ending += (f"; not the {predicted.text().split(' (')[0]} the value {result.value:+d} predicts: "
                    "the tables score endless play as an even split, the true rule gives each side its own seeds")
     click.echo(ending)
 
@@ -870,8 +882,7 @@ def _echo_analysis(report, how):
         click.echo(f"{summary.side}: {moves}, {summary.best_moves} best, gave away {summary.given_away} ({marks})"
                    + ("" if summary.exact else ", some values estimated"))
     if report.over:
-        position = Position.from_string(report.position)
-        click.echo(f"game over ({report.end_reason}): {_score_text(position, report.result)}")
+        click.echo(f"game over ({report.end_reason}): {_score_text(report.result)}")
     else:
         click.echo(f"the game goes on: {report.position}")
     click.echo("before, played: values for the mover (his captures from there on minus the opponent's, under "
@@ -886,21 +897,23 @@ cli.add_command(analyse_command, name="analyze")
 @click.option("--side", type=click.Choice(["S", "N"], case_sensitive=False), default="S", show_default=True,
               help="The side you play.")
 @click.option("--position", "start", default=None, help="Start position (default: the opening).")
+@click.option("--moves", default=None, help="Moves already played from the start (they count for repetitions).")
 @_directory_option
 @click.option("--time", "seconds", type=click.FloatRange(min=0.01), default=3, show_default=True,
               help="Seconds awele searches a move above the tables.")
 @click.option("--hash", "hash_mb", type=click.IntRange(1, 65536), default=64, show_default=True,
               help="Transposition table size in MiB.")
-def play(side, start, directory, seconds, hash_mb):
+def play(side, start, moves, directory, seconds, hash_mb):
     """Play against awele in the terminal: perfect play from the tables, search above them.
 
     Type a house letter to move, `values` for every move's value, `undo` to
-    take back your last move, `quit` to stop. Above the tables awele searches
-    with the true repetition rule over the game played so far.
+    take back your last move, `quit` to stop. From the tables awele plays
+    perfectly with the true repetition rule over the game played so far
+    (Tablebase.best_move); above them it searches with that rule.
     """
     side = side.upper()
-    position = parse_position(start)
-    game = Game(position)
+    game = _game_of(start, moves)
+    position = game.position
     searcher = None
     with _open_tablebase(directory, position) as tablebase:
         while not game.is_over():
@@ -908,7 +921,8 @@ def play(side, start, directory, seconds, hash_mb):
             click.echo(current.diagram())
             if current.to_move != side:
                 if tablebase.has_layer(current.seeds):
-                    move = tablebase.line(current, max_plies=1).moves[0]
+                    # Perfect play with the true repetition rule over the game played.
+                    move = _interruptible(tablebase.best_move, game).move
                 else:
                     if searcher is None:
                         searcher = _searcher(tablebase.directory, None, hash_mb)
@@ -946,7 +960,7 @@ def play(side, start, directory, seconds, hash_mb):
             if captured:
                 click.echo(f"you capture {captured}")
         click.echo(game.position.diagram())
-        click.echo(f"game over ({game.end_reason}): {_score_text(game.position, game.result())}")
+        click.echo(f"game over ({game.end_reason}): {_score_text(game.result())}")
 
 
 @cli.command()

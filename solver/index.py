@@ -25,6 +25,7 @@ its first position.
 """
 
 from math import comb
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -340,15 +341,30 @@ def layer_boards(seeds, start, count):
     return boards
 
 
-@njit(cache=True)
-def analyse(board):
-    """Everything the user-facing layers need about a mover-view board, in one call.
+class Expansion(NamedTuple):
+    """A mover-view board and its moves, one ply deep (see expand)."""
 
-    Returns (legal mask, terminal value or NOT_TERMINAL, seeds, rank or -1
-    when outside the index, captured[6], children[6, 12], child ranks[6]),
-    children[h] being the board after house h seen from the side that moves
-    next. One compiled entry point keeps a command's start-up short: numba
-    loads each cached function separately, at a cost of a tenth of a second.
+    legal: int  # mask of the legal houses 0..5
+    terminal: int  # the terminal value, or NOT_TERMINAL
+    seeds: int  # on the board
+    rank: int  # in its layer, or -1 outside the index (every opponent house occupied)
+    captured: np.ndarray  # [6]: seeds each legal move captures
+    children: np.ndarray  # [6, 12]: the board after each legal move, seen by the side that moves next
+    child_ranks: np.ndarray  # [6]: each child's rank in its layer
+
+
+def expand(board) -> Expansion:
+    """Everything the user-facing layers need about a mover-view board (uint8
+    [12]), in one compiled call, as an Expansion."""
+    return Expansion(*_expand(board))
+
+
+@njit(cache=True)
+def _expand(board):
+    """(legal mask, terminal value or NOT_TERMINAL, seeds, rank or -1,
+    captured[6], children[6, 12], child ranks[6]) of a mover-view board. One
+    compiled entry point keeps a command's start-up short: numba loads each
+    cached function separately, at a cost of a tenth of a second.
     """
     mover, opponent = pack(board)
     seeds = row_seeds(mover) + row_seeds(opponent)
@@ -416,8 +432,10 @@ def iter_layer(seeds, start=0, stop=None):
 
 
 __all__ = [
+    "Expansion",
     "INDEX_SCHEME",
     "INDEX_VERSION",
+    "expand",
     "in_index",
     "iter_layer",
     "layer_boards",

@@ -22,6 +22,8 @@ import re
 import numpy as np
 
 from . import index, rules
+from .limits import MAX_PERFT_DEPTH
+from .report import EndReason
 from .errors import GameOverError, IllegalMoveError, InvalidArgumentError, InvalidPositionError, InvalidRecordError
 
 SOUTH = "S"
@@ -58,7 +60,7 @@ class Position:
     Positions are immutable and hashable; ``play`` returns a new one.
     """
 
-    __slots__ = ("_houses", "_to_move", "_captured", "_analysis")
+    __slots__ = ("_houses", "_to_move", "_captured", "_expansion")
 
     def __init__(self, houses, to_move=SOUTH, captured=(0, 0)):
         try:
@@ -83,7 +85,7 @@ class Position:
         self._houses = houses
         self._to_move = side
         self._captured = captured
-        self._analysis = None
+        self._expansion = None
 
     # Construction -----------------------------------------------------------------
 
@@ -166,12 +168,12 @@ class Position:
         """The (mover, opponent) words of the packed form used by the kernels."""
         return rules.pack(self.mover_board())
 
-    def analysis(self):
-        """(legal mask, terminal value, seeds, rank, captured[6], children[6, 12],
-        child ranks[6]) from solver.index.analyse, computed once."""
-        if self._analysis is None:
-            self._analysis = index.analyse(self.mover_board())
-        return self._analysis
+    def expansion(self) -> index.Expansion:
+        """The position's moves one ply deep (legal mask, terminal value, seeds,
+        rank, captures, children, child ranks: solver.index.Expansion), computed once."""
+        if self._expansion is None:
+            self._expansion = index.expand(self.mover_board())
+        return self._expansion
 
     def mover_captured(self):
         """(seeds captured by the side to move, by the other side)."""
@@ -191,7 +193,7 @@ class Position:
         """
         if self.is_over():
             return []
-        mask = self.analysis()[0]
+        mask = self.expansion().legal
         letters = HOUSE_LETTERS[self._to_move]
         return [letters[h] for h in range(6) if mask & (1 << h)]
 
@@ -218,7 +220,8 @@ class Position:
         if self.is_over():
             raise GameOverError(f"the game is over in {self}")
         house = self.house_of(move)
-        mask, _, _, _, captures, children, _ = self.analysis()
+        expansion = self.expansion()
+        mask, captures, children = expansion.legal, expansion.captured, expansion.children
         if not mask & (1 << house):
             letter = HOUSE_LETTERS[self._to_move][house]
             why = "it is empty" if self.mover_board()[house] == 0 else "it does not feed the opponent"
@@ -236,21 +239,21 @@ class Position:
         """The position after `move` (a letter of the side to move, or a house 0..5)."""
         return self.play_capture(move)[0]
 
-    def terminal_rule(self) -> str | None:
-        """Why the game is over before the mover plays, or None.
+    def terminal_rule(self) -> EndReason | None:
+        """Why the game is over before the mover plays (an EndReason), or None.
 
         One of '25 seeds', '24-24', 'no feeding move' (rule 5), 'no seeds to
         move' (rule 6).
         """
         south, north = self._captured
         if south >= WINNING_SEEDS or north >= WINNING_SEEDS:
-            return "25 seeds"
+            return EndReason.WINNING_SEEDS
         if south == north == TOTAL_SEEDS // 2:
-            return "24-24"
+            return EndReason.EVEN_SPLIT
         if sum(self.mover_board()[:6]) == 0:
-            return "no seeds to move"
-        if self.analysis()[1] != rules.NOT_TERMINAL:
-            return "no feeding move"
+            return EndReason.NO_SEEDS_TO_MOVE
+        if self.expansion().terminal != rules.NOT_TERMINAL:
+            return EndReason.NO_FEEDING_MOVE
         return None
 
     def is_over(self):
@@ -271,10 +274,10 @@ class Position:
     def _final_scores(self, rule):
         south, north = self._captured
         south_side, north_side = sum(self._houses[:6]), sum(self._houses[6:])
-        if rule in ("25 seeds", "24-24", "repetition"):
+        if EndReason(rule).splits_by_side:
             return south + south_side, north + north_side
         seeds = south_side + north_side
-        mover_takes = rule == "no feeding move"
+        mover_takes = rule == EndReason.NO_FEEDING_MOVE
         south_takes = mover_takes == (self._to_move == SOUTH)
         return (south + seeds, north) if south_takes else (south, north + seeds)
 
@@ -392,11 +395,11 @@ class Game:
         return self.positions[-1]
 
     @property
-    def end_reason(self):
-        """Why the game ended ('repetition', '25 seeds', '24-24', 'no feeding move',
-        'no seeds to move'), or None while it goes on."""
+    def end_reason(self) -> EndReason | None:
+        """Why the game ended (EndReason: 'repetition', '25 seeds', '24-24', 'no
+        feeding move', 'no seeds to move'), or None while it goes on."""
         if self._repeated:
-            return "repetition"
+            return EndReason.REPETITION
         return self.position.terminal_rule()
 
     def is_over(self):
@@ -469,7 +472,6 @@ def parse_record(text):
     return moves
 
 
-MAX_PERFT_DEPTH = 40  # the kernel recurses once a ply; deeper counts would take years anyway
 
 
 def perft(position: "Position | str", depth: int) -> int:

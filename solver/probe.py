@@ -21,8 +21,9 @@ from numba import njit
 
 from . import index, tables
 from .errors import GameOverError, InvalidPositionError, MissingTableError
-from .position import HOUSE_LETTERS, Game, Position, as_position
+from .position import HOUSE_LETTERS, TOTAL_SEEDS, Game, Position, as_position
 from .layers import LayerStore, value_packed
+from .report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play
 
 WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
@@ -42,31 +43,25 @@ def _values(boards, flat, starts, loaded, out):
     return -1
 
 
-class MoveValue:
-    """One legal move: its letter, the seeds it captures, and its value for the mover."""
-
-    __slots__ = ("move", "captured", "value")
-
-    def __init__(self, move, captured, value):
-        self.move = move
-        self.captured = captured
-        self.value = value
-
-    def __repr__(self):
-        return f"MoveValue({self.move!r}, captured={self.captured}, value={self.value})"
-
-
 class Line:
-    """A perfect-play line: moves with their captures, the positions, and how it ended."""
+    """A perfect-play line: moves with their captures, the positions, how it
+    ended (an EndReason) and the final (South, North) totals."""
 
-    def __init__(self, start, value):
+    def __init__(self, start: Position, value: int | None):
         self.start = start
         self.value = value
-        self.moves = []
-        self.captures = []
-        self.positions = [start]
-        self.end_reason = None
-        self.result = None
+        self.moves: list[str] = []
+        self.captures: list[int] = []
+        self.positions: list[Position] = [start]
+        self.end_reason: EndReason | None = None
+        self.result: tuple[int, int] | None = None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """How the line ends as an Outcome (None before it is played)."""
+        if self.result is None or self.end_reason is None:
+            return None
+        return Outcome.ended(self.result, self.end_reason)
 
     def __len__(self):
         return len(self.moves)
@@ -155,11 +150,11 @@ class Tablebase:
 
     # Values ----------------------------------------------------------------------
 
-    def _move_values(self, analysis, known=None):
-        """[(house, seeds captured, value)] of the legal moves of an analysed
-        board (index.analyse), value = captured - d(child); `known` holds
+    def _move_values(self, expansion, known=None):
+        """[(house, seeds captured, value)] of the legal moves of an expanded
+        board (index.expand), value = captured - d(child); `known` holds
         child values already looked up, by (layer, rank)."""
-        mask, _, seeds, _, captured, _, child_ranks = analysis
+        mask, seeds, captured, child_ranks = expansion.legal, expansion.seeds, expansion.captured, expansion.child_ranks
         moves = []
         for house in range(ROW):
             if mask & (1 << house):
@@ -169,13 +164,12 @@ class Tablebase:
                 moves.append((house, taken, taken - child))
         return moves
 
-    def _analysed_value(self, analysis):
-        _, terminal, seeds, rank, _, _, _ = analysis
-        if terminal != NOT_TERMINAL:
-            return int(terminal)
-        if rank >= 0:
-            return self._lookup(int(seeds), int(rank))
-        return max(value for _, _, value in self._move_values(analysis))
+    def _expanded_value(self, expansion):
+        if expansion.terminal != NOT_TERMINAL:
+            return int(expansion.terminal)
+        if expansion.rank >= 0:
+            return self._lookup(int(expansion.seeds), int(expansion.rank))
+        return max(value for _, _, value in self._move_values(expansion))
 
     def get(self, position: Position | str, default: Any = None) -> Any:
         """The value of `position`, or `default` when a layer it needs is not built."""
@@ -195,7 +189,7 @@ class Tablebase:
         """
         position = as_position(position)
         _refuse_finished(position)
-        return self._analysed_value(position.analysis())
+        return self._expanded_value(position.expansion())
 
     def move_values(self, position: Position | str) -> dict[str, int]:
         """{move letter: value of the position for the mover after that move}.
@@ -205,20 +199,89 @@ class Tablebase:
         return {m.move: m.value for m in self.moves(position)}
 
     def moves(self, position: Position | str) -> list[MoveValue]:
-        """Every legal move as a MoveValue (letter, seeds captured, value), in sowing order."""
+        """Every legal move as a MoveValue (letter, seeds captured, exact value
+        under the tables' convention, the outcome it leads to under perfect
+        play, or how it ends the game), in sowing order."""
         position = as_position(position)
         if position.is_over():
             return []
         letters = HOUSE_LETTERS[position.to_move]
-        return [MoveValue(letters[h], captured, value) for h, captured, value in self._move_values(position.analysis())]
+        mine, theirs = position.mover_captured()
+        moves = []
+        for house, captured, value in self._move_values(position.expansion()):
+            ended = None
+            if mine + captured > TOTAL_SEEDS // 2 or mine + captured == theirs == TOTAL_SEEDS // 2:
+                # The move ends the game by 25 seeds or 24-24: each side takes its own side's seeds.
+                child = position.play(house)
+                ended = Outcome.ended(child.result(), child.terminal_rule())
+            moves.append(MoveValue.of(position, letters[house], captured, value, outcome=ended))
+        return moves
 
     def best_moves(self, position: Position | str) -> list[str]:
-        """The letters of the moves that keep the position's value."""
-        moves = self.moves(position)
-        if not moves:
+        """The letters of the moves that keep the position's value (the tables' convention)."""
+        return [m.move for m in best_of(self.moves(position))]
+
+    def game_moves(self, game: Game | Position | str) -> list[MoveValue]:
+        """Every legal move of the game's position with the true repetition
+        rule over the game: a move that would repeat a position of the game
+        ends it and is worth what that gives (each side takes the seeds on
+        its own side: rule "own", `repeats` set); every other move is worth
+        its table value (the tables' convention). Raises MissingTableError
+        when a layer is missing."""
+        game = game if isinstance(game, Game) else Game(as_position(game))
+        if game.is_over():
             return []
-        best = max(m.value for m in moves)
-        return [m.move for m in moves if m.value == best]
+        position = game.position
+        seen = {p.key() for p in game.positions}
+        moves = []
+        for m in self.moves(position):
+            if position.play(m.move).key() in seen:
+                game.play(m.move)
+                try:
+                    value = ended_value(game.result(), position)
+                    ended = Outcome.ended(game.result(), EndReason.REPETITION)
+                finally:
+                    game.undo()
+                m = MoveValue.of(position, m.move, m.captured, value, rule=Rule.OWN, repeats=True, outcome=ended)
+            moves.append(m)
+        return moves
+
+    def best_move(self, game: Game | Position | str, progress: bool = True) -> MoveValue | None:
+        """Perfect play's move in the game's position under the true
+        repetition rule over the game (game_moves), as a MoveValue.
+
+        Among the best, a capture is taken first; a winner then takes a
+        repetition worth the best value (it ends the game with that score),
+        else with several quiet best moves plays toward leaving the layer
+        (the first move of Tablebase.line, so that a won game is won and
+        never circles); a drawer or a loser prefers a move that keeps the
+        game going. With
+        `progress` False that last choice, which ranks the positions ahead
+        and can take long in a large layer read from disk, is not made: None
+        is returned when it is needed. Raises GameOverError when the game is
+        over and MissingTableError when a layer is missing.
+        """
+        game = game if isinstance(game, Game) else Game(as_position(game))
+        if game.is_over():
+            raise GameOverError(f"the game is over ({game.end_reason})")
+        candidates = best_of(self.game_moves(game))
+        capturing = [m for m in candidates if m.captured > 0]
+        if capturing:
+            return capturing[0]
+        if candidates[0].value > 0:
+            # A repetition worth the best value wins it now, exactly.
+            ending = [m for m in candidates if m.repeats]
+            if ending:
+                return ending[0]
+            if len(candidates) > 1:
+                if not progress:
+                    return None
+                chosen = self.line(game.position, max_plies=1).moves[0]
+                return next((m for m in candidates if m.move == chosen), candidates[0])
+            return candidates[0]
+        # No progress to make: a loser or a drawer prefers to keep the game going.
+        fresh = [m for m in candidates if not m.repeats]
+        return (fresh or candidates)[0]
 
     def values(self, boards: np.ndarray) -> np.ndarray:
         """Vectorised d of an (N, 12) uint8 array of mover-view boards -> int8 array.
@@ -264,19 +327,18 @@ class Tablebase:
         for a board where the game is over. The children's values are looked
         up in (layer, rank) order, so that a chunk of a file is read once for
         all the boards."""
-        analyses = [index.analyse(np.array(board, dtype=np.uint8)) for board in boards]
-        keys = sorted({(int(seeds) - int(captured[h]), int(child_ranks[h]))
-                       for mask, _, seeds, _, captured, _, child_ranks in analyses
-                       for h in range(ROW) if mask & (1 << h)})
+        expansions = [index.expand(np.array(board, dtype=np.uint8)) for board in boards]
+        keys = sorted({(int(e.seeds) - int(e.captured[h]), int(e.child_ranks[h]))
+                       for e in expansions for h in range(ROW) if e.legal & (1 << h)})
         known = {key: self._lookup(*key) for key in keys}
         edges = {}
-        for board, analysis in zip(boards, analyses):
-            moves = self._move_values(analysis, known)
+        for board, expansion in zip(boards, expansions):
+            moves = self._move_values(expansion, known)
             if not moves:
                 edges[board] = (None, [])
                 continue
             best = max(value for _, _, value in moves)
-            children = analysis[5]
+            children = expansion.children
             edges[board] = (best, [(house, captured, tuple(int(x) for x in children[house]))
                                    for house, captured, value in moves if value == best])
         return edges
@@ -391,7 +453,7 @@ class Tablebase:
             line.moves.append(choice.move)
             line.captures.append(captured)
             line.positions.append(game.position)
-        line.end_reason = game.end_reason or "ply limit"
+        line.end_reason = game.end_reason or EndReason.PLY_LIMIT
         line.result = game.result()
         return line
 
@@ -401,13 +463,7 @@ class Tablebase:
         position = as_position(position)
         if position.is_over():
             return position.result()
-        d = self.value(position)
-        mover_share = (position.seeds + d) / 2
-        other_share = position.seeds - mover_share
-        south, north = position.captured
-        if position.to_move == "S":
-            return south + mover_share, north + other_share
-        return south + other_share, north + mover_share
+        return Outcome.predicted(position, self.value(position)).totals
 
 
 def _attractor(nodes):
@@ -446,7 +502,7 @@ def _refuse_finished(position):
     # Rules 5 and 6 end the game with the seeds going where the terminal value
     # says; a 25-seed win or 24-24 ends it with each side taking its own
     # seeds, which the board's table value does not describe.
-    if position.terminal_rule() in ("25 seeds", "24-24"):
+    if position.terminal_rule() in (EndReason.WINNING_SEEDS, EndReason.EVEN_SPLIT):
         south, north = position.result()
         raise GameOverError(f"the game is over in {position} ({position.terminal_rule()}): "
                             f"final score South {south}, North {north}")

@@ -59,13 +59,14 @@ from numba import njit
 from . import index, retrograde
 from .intrinsics import prefetch_row
 from .errors import GameOverError, MissingTableError, SearchError
+from .limits import MAX_PLY
 from .layers import NOT_IN_USE, PARTIAL_OFFSET, available_memory, known_value, move_value
 from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
 from .probe import Tablebase
+from .report import EndReason, MoveValue, Outcome, Rule, ended_value
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 
 BOUNDS_TIME_SHARE = 0.25  # of a time limit spent deepening when bounds are asked for (they cost about 3x that)
-MAX_PLY = 120  # deepest iteration; the stack has room for this plus the history
 MAX_HISTORY = 256  # positions before the root that can repeat
 INFINITE = 1000  # beyond any score (|d| <= 48)
 NO_REPETITION = 1 << 40
@@ -684,28 +685,33 @@ class Searcher:
         return "solved", int(values[0]), int(size)
 
     def move_values(self, position: Position | Game | str, depth: int | None = None, time: float | None = None,
-                    nodes: int | None = None, cycles: str = "own") -> list[tuple[str, int, int, bool]]:
-        """Every legal move's value by search: [(letter, captured, value, exact)].
+                    nodes: int | None = None, cycles: str = "own") -> list[MoveValue]:
+        """Every legal move's value by search, as MoveValue records in sowing order.
 
         A move's value is the seeds it captures minus the value of the
         position it leads to, searched with `depth` - 1 plies, or a share of
         `time` / `nodes` each; a move that ends the game is worth what the
-        end gives. A Game's history counts for repetitions ("own" rule).
+        end gives (exact). A move whose position the tables hold is valued
+        from them at once (exact under the tables' convention: rule
+        "split"). A Game's history counts for repetitions ("own" rule). A
+        value is None when its search finished no iteration.
         """
         game = position if isinstance(position, Game) else Game(as_position(position))
         current = game.position
         moves = game.legal_moves()
         share = max(1, len(moves))
-        mover_before = current.mover_captured()[0]
-        other_before = current.mover_captured()[1]
         values = []
         for move in moves:
             captured = game.play(move)
             try:
+                child, ended = game.position, None
                 if game.is_over():
-                    final = game.result()
-                    mine, theirs = (final if current.to_move == "S" else final[::-1])
-                    value, exact = (mine - mover_before) - (theirs - other_before), True
+                    value, exact, rule = ended_value(game.result(), current), True, cycles
+                    repeats = game.end_reason == EndReason.REPETITION
+                    ended = Outcome.ended(game.result(), game.end_reason)
+                elif self.tablebase.has_layer(child.seeds) and (value := self._table_value(child)) is not None:
+                    # The tables answer at once (a search would also work out a line).
+                    value, exact, rule, repeats = captured - value, True, Rule.SPLIT, False
                 else:
                     result = self.search(
                         game,
@@ -714,11 +720,19 @@ class Searcher:
                         nodes=None if nodes is None else max(1, nodes // share),
                         cycles=cycles,
                     )
-                    value, exact = captured - result.value, result.exact
+                    value = None if result.value is None else captured - result.value
+                    exact, rule, repeats = result.exact, cycles, False
             finally:
                 game.undo()
-            values.append((move, captured, value, exact))
+            values.append(MoveValue.of(current, move, captured, value, exact, rule, repeats, ended))
         return values
+
+    def _table_value(self, position):
+        """d of `position` from the tables (the tables' convention), or None when a layer is missing."""
+        try:
+            return self.tablebase.value(position)
+        except MissingTableError:
+            return None
 
     def search(self, position: Position | Game | str, depth: int | None = None, time: float | None = None,
                nodes: int | None = None, cycles: str = "own", history: list | None = None, bounds: bool = False,

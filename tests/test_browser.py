@@ -260,6 +260,11 @@ def test_play_against_perfect_play_and_set_up_positions(server, browser, tableba
                      "awele's answer")
     answers = [m for m in tablebase.best_moves(after) if str(after.play(m)) == shown["position"]]
     assert answers, f"awele's move from {after} is not a best move: {shown['position']}"
+    # The set-up panel holds the position on the board, not the opening.
+    editor = browser.script("return [...'ABCDEFabcdef'].map(l => Number(document.getElementById('edit-' + l).value))"
+                            ".concat([document.getElementById('edit-side').value])")
+    on_board = Position.from_string(shown["position"])
+    assert editor == [*on_board.houses, on_board.to_move]
 
     # A position typed into the editor.
     browser.click("#edit-opening")

@@ -2,6 +2,8 @@
 
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -20,6 +22,17 @@ def tables16(tmp_path_factory):
     folder = tmp_path_factory.mktemp("readme")
     build.build(16, str(folder / "databases"))
     return folder
+
+
+@pytest.mark.parametrize("number", range(len(_python_blocks("README.md"))))
+def test_every_readme_python_block_runs_on_its_own(tables16, number):
+    # A fresh interpreter in a folder holding databases/ (tables to 16 seeds), as a reader would run it.
+    block = _python_blocks("README.md")[number]
+    environment = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    environment.pop("AWELE_DATABASES", None)
+    done = subprocess.run([sys.executable, "-c", block], cwd=tables16, env=environment, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, f"README block {number + 1}:\n{block}\n{done.stderr[-2000:]}"
 
 
 def test_the_readme_python_example_runs_as_written(tables16, monkeypatch):

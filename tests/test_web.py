@@ -281,8 +281,8 @@ def test_awele_plays_perfect_moves_from_the_tables_and_searches_above(client, ta
         answer = ask(client, "/api/engine", {"position": str(position)})
         assert answer["source"] == "table" and answer["exact"] is True
         assert answer["move"] in tablebase.best_moves(position), position
-        move, candidates = oracle.table_choice(tablebase, Game(position))
-        if move is None:  # a winner's choice among quiet best moves: the tables' line picks it
+        if tablebase.best_move(Game(position), progress=False) is None:
+            # A winner's choice among quiet best moves: the tables' line picks it.
             progress_cases += 1
             assert answer["move"] == tablebase.line(position, max_plies=1).moves[0]
     assert progress_cases > 0
@@ -299,7 +299,7 @@ def test_awele_takes_a_repetition_when_it_gives_more_than_the_table_value(tableb
     data = oracle.position_report(tablebase, game)
     (only,) = data["moves"]
     assert only["repeats"] and only["repetition_result"] == [2, 0]
-    assert oracle.table_choice(tablebase, game) == ("f", [])
+    assert tablebase.best_move(game).move == "f"
 
 
 def test_analysis_is_the_analyse_function(client, table_dir):

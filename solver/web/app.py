@@ -38,6 +38,7 @@ from .. import __version__
 from ..errors import AweleError, GameOverError, InvalidArgumentError, MissingTableError, TableError
 from ..position import parse_record
 from ..probe import Tablebase
+from ..report import best_of
 from ..search import CYCLES
 from . import oracle
 from .worker import JobError, JobTimeout, Worker
@@ -427,10 +428,11 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
             if not tablebase.has_layer(game.position.seeds):
                 return game, None, None
             try:
-                move, candidates = oracle.table_choice(tablebase, game)
+                chosen = tablebase.best_move(game, progress=False)
+                candidates = [m.move for m in best_of(tablebase.game_moves(game))] if chosen is None else []
             except MissingTableError:
                 return game, None, None
-            return game, move, candidates
+            return game, None if chosen is None else chosen.move, candidates
 
         game, move, candidates = await fast(from_tables)
         answer = {"position": str(game.position), "move": move, "source": oracle.TABLE, "exact": True,
@@ -439,7 +441,7 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
             return answer
         if candidates:
             try:
-                answer["move"] = await slow("perfect_move", {"position": str(game.position), "candidates": candidates},
+                answer["move"] = await slow("best_move", {"position": request.position, "moves": request.moves},
                                             max_line_time)
             except JobTimeout:
                 answer["move"] = candidates[0]

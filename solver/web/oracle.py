@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..errors import MissingTableError
 from ..position import Game, Position, outcome_of
+from ..report import Outcome, move_rows, seeds_number
 
 TABLE, SEARCH = "table", "search"
 
@@ -30,43 +31,14 @@ def parse_game(position: str | None, moves: str | None) -> Game:
     return Game(start)
 
 
-def _scores(scores):
-    """(South, North) seed totals as JSON numbers: ints unless a half seed."""
-    return None if scores is None else [int(x) if float(x).is_integer() else float(x) for x in scores]
+def _text(reason):
+    """An EndReason as JSON text, or None."""
+    return None if reason is None else str(reason)
 
 
-def _mover_outcome(position, scores):
-    """'win', 'draw' or 'loss' for the side to move of `position` if the game
-    ends with (South, North) = `scores`."""
-    south, north = scores
-    mine, theirs = (south, north) if position.to_move == "S" else (north, south)
-    return "win" if mine > theirs else "loss" if mine < theirs else "draw"
-
-
-def _value_outcome(position, value):
-    """'win', 'draw' or 'loss' for the side to move of `position` if the seeds
-    on the board split as `value` says."""
-    mine, theirs = position.mover_captured()
-    margin = mine - theirs + value
-    return "win" if margin > 0 else "loss" if margin < 0 else "draw"
-
-
-def _value_result(position, value):
-    """(South, North) final totals if the seeds on the board split as `value`
-    (for the side to move) says."""
-    mine, theirs = position.mover_captured()
-    mover_share = (position.seeds + value) / 2
-    totals = (mine + mover_share, theirs + position.seeds - mover_share)
-    return _scores(totals if position.to_move == "S" else totals[::-1])
-
-
-def _ended_value(game, before):
-    """The mover's value of a move that ended `game`: what the end gives him
-    minus what it gives the opponent, counted from `before`."""
-    south, north = game.result()
-    start_south, start_north = before.captured
-    gained = (south - start_south) - (north - start_north)
-    return gained if before.to_move == "S" else -gained
+def _scores(totals):
+    """(South, North) seed totals as JSON numbers, or None."""
+    return None if totals is None else [seeds_number(x) for x in totals]
 
 
 def game_report(game: Game) -> dict:
@@ -84,7 +56,7 @@ def game_report(game: Game) -> dict:
         "seeds": position.seeds,
         "legal_moves": game.legal_moves(),
         "over": game.is_over(),
-        "end": game.end_reason,
+        "end": _text(game.end_reason),
         "result": _scores(result),
         "outcome": outcome_of(result),
     }
@@ -110,129 +82,31 @@ def position_report(tablebase, game: Game) -> dict:
         return data
     try:
         value = tablebase.value(position)
-        predicted = tablebase.predicted_result(position)
         moves = tablebase.moves(position)
-        children = [position.play(m.move) for m in moves]
-        child_results = [tablebase.predicted_result(child) for child in children]
+        in_game = tablebase.game_moves(game)
     except MissingTableError:
         return data  # a layer one of its moves reaches is missing: searched instead
-    best = max(m.value for m in moves)
-    seen = {p.key() for p in game.positions}
-    rows = []
-    for m, child, result in zip(moves, children, child_results):
-        row = {
-            "move": m.move,
-            "captured": m.captured,
-            "value": m.value,
-            "best": m.value == best,
-            "predicted_result": _scores(result),
-            "outcome": _mover_outcome(position, result),
-            "repeats": child.key() in seen,
-            "repetition_result": None,
-        }
-        if row["repeats"]:
-            game.play(m.move)
-            try:
-                row["repetition_result"] = _scores(game.result())
-            finally:
-                game.undo()
-        rows.append(row)
+    rows = move_rows(moves)
+    for row, played in zip(rows, in_game):
+        row["repetition_result"] = played.outcome.scores() if played.repeats else None
+        row["repeats"] = played.repeats
+    predicted = Outcome.predicted(position, value)
     data.update({
         "tables": True,
         "value": value,
-        "predicted_result": _scores(predicted),
-        "outcome": outcome_of(predicted),
+        "predicted_result": predicted.scores(),
+        "outcome": predicted.winner,
         "moves": rows,
-        "best_moves": [m.move for m in moves if m.value == best],
+        "best_moves": [row["move"] for row in rows if row["best"]],
     })
     return data
 
 
-def table_choice(tablebase, game: Game) -> tuple[str | None, list[str]]:
-    """Perfect play's move from the tables with the true repetition rule over
-    the game: (move, []) when it is decided here, or (None, candidates) when
-    the winner must choose among several quiet best moves, which takes the
-    tables' progress ranking (perfect_move, run by the worker: it can take
-    long in a large layer).
-
-    A move that would repeat a position of the game is worth what the
-    repetition gives (it ends the game); every other move is worth its table
-    value. Among the best, a capture is taken first, as Tablebase.line does.
-    Raises MissingTableError when a layer is missing.
-    """
-    position = game.position
-    moves = tablebase.moves(position)
-    seen = {p.key() for p in game.positions}
-    scored = []
-    for m in moves:
-        value = m.value
-        if position.play(m.move).key() in seen:
-            game.play(m.move)
-            try:
-                value = _ended_value(game, position)
-            finally:
-                game.undo()
-        scored.append((value, m))
-    best = max(value for value, _ in scored)
-    candidates = [m for value, m in scored if value == best]
-    capturing = [m for m in candidates if m.captured > 0]
-    if capturing:
-        return capturing[0].move, []
-    if len(candidates) == 1 or best <= 0:
-        # No progress to make: a loser or a drawer cannot be led round a
-        # cycle; prefer a move that keeps the game going.
-        fresh = [m for m in candidates if position.play(m.move).key() not in seen]
-        return (fresh or candidates)[0].move, []
-    return None, [m.move for m in candidates]
-
-
-def perfect_move(tablebase, position: Position | str, candidates: list[str]) -> str:
-    """The tables' perfect-play move (the first move of Tablebase.line, which
-    plays toward leaving the layer when winning), if it is one of
-    `candidates`, else the first candidate."""
-    chosen = tablebase.line(position, max_plies=1).moves[0]
-    return chosen if chosen in candidates else candidates[0]
-
-
 def searched_moves(searcher, game: Game, time: float, cycles: str) -> list[dict]:
-    """Every legal move's value by search: a share of `time` each, the game's
-    history counting for repetitions; None for a move whose search did not
-    finish one ply in its share.
-
-    As Searcher.move_values, except that a move landing in a built table is
-    valued from it at once (the Searcher would first compute a whole line of
-    perfect play, which in a large layer can take minutes).
-    """
-    tablebase = searcher.tablebase
-    position = game.position
-    moves = game.legal_moves()
-    share = time / max(1, len(moves))
-    rows = []
-    for move in moves:
-        captured = game.play(move)
-        try:
-            child = game.position
-            value = None
-            if game.is_over():
-                value, exact = _ended_value(game, position), True
-            elif tablebase.has_layer(child.seeds):
-                try:
-                    value, exact = captured - tablebase.value(child), True
-                except MissingTableError:
-                    value = None
-            if value is None:
-                found = searcher.search(game, time=share, cycles=cycles)
-                # No value when not even one ply finished in the time given.
-                value = None if found.value is None else captured - found.value
-                exact = found.exact
-        finally:
-            game.undo()
-        rows.append({"move": move, "captured": captured, "value": value, "exact": exact,
-                     "outcome": None if value is None else _value_outcome(position, value)})
-    best = max((row["value"] for row in rows if row["value"] is not None), default=None)
-    for row in rows:
-        row["best"] = row["value"] is not None and row["value"] == best
-    return rows
+    """Every legal move's value (Searcher.move_values: from the tables where
+    they hold the move's position, else searched with a share of `time`, the
+    game's history counting for repetitions) as JSON rows, the best marked."""
+    return move_rows(searcher.move_values(game, time=time, cycles=cycles))
 
 
 def search_report(searcher, game: Game, time: float, cycles: str = "own", move_values: bool = True) -> dict:
@@ -242,10 +116,10 @@ def search_report(searcher, game: Game, time: float, cycles: str = "own", move_v
     position_time = time / 2 if move_values else time
     result = searcher.search(game, time=position_time, cycles=cycles)
     data = result.as_dict()
-    predicted = None if result.value is None else _value_result(result.position, result.value)
-    outcome = outcome_of(predicted)
+    predicted = None if result.value is None else Outcome.predicted(result.position, result.value)
     data.update({"to_move": result.position.to_move, "seeds": result.position.seeds, "time": time,
-                 "predicted_result": predicted, "outcome": outcome,
+                 "predicted_result": None if predicted is None else predicted.scores(),
+                 "outcome": None if predicted is None else predicted.winner,
                  "moves": searched_moves(searcher, game, time / 2, cycles) if move_values else None})
     return data
 
@@ -267,7 +141,7 @@ def line_report(tablebase, position: Position, max_plies: int) -> dict:
         "moves": list(line.moves),
         "captures": [int(c) for c in line.captures],
         "positions": [str(p) for p in line.positions],
-        "end": line.end_reason,
+        "end": _text(line.end_reason),
         "result": _scores(line.result),
         "predicted_result": _scores(tablebase.predicted_result(position)),
     }

@@ -49,8 +49,8 @@ def _run_job(tablebase, searcher, job, args):
     if job == "line":
         game = oracle.parse_game(args["position"], args["moves"])
         return oracle.line_report(tablebase, game.position, args["max_plies"])
-    if job == "perfect_move":
-        return oracle.perfect_move(tablebase, args["position"], args["candidates"])
+    if job == "best_move":
+        return tablebase.best_move(oracle.parse_game(args["position"], args["moves"])).move
     if job == "engine_search":
         game = oracle.parse_game(args["position"], args["moves"])
         return searcher.search(game, time=args["time"], cycles="own").as_dict()

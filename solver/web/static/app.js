@@ -234,6 +234,7 @@ async function show(start, played, redo) {
   state.redo = redo;
   state.data = data;
   drawPosition(data);
+  copyBoardToEditor(); // the set-up panel starts from the position shown, not the opening
   updateLinks();
   setBusy(false);
   setStatus(data.over ? "game over" : "");

@@ -1,0 +1,226 @@
+"""The records every answer is made of: a move with its value, an outcome,
+why a game ended, and which repetition rule a value holds under.
+
+The tables, the search, game analysis, the command line and the web oracle
+all return or render these; score arithmetic (what a value predicts, who
+wins, what an ended game was worth) is written here once.
+
+>>> from solver import Position
+>>> start = Position.from_string("0-0-0-0-1-2/1-0-0-0-0-0 N 20:23")
+>>> Outcome.predicted(start, 4)
+Outcome(south=20.0, north=27.0, reason=None)
+>>> Outcome.predicted(start, 4).text()
+'South 20 - North 27 (North wins)'
+>>> MoveValue.of(start, "a", captured=0, value=4).for_mover
+'win'
+
+This module imports nothing of the package, so the lowest layers (the
+position's end reasons) can use it too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol
+
+SOUTH, NORTH, DRAW = "S", "N", "draw"
+
+
+class EndReason(str, Enum):
+    """Why a game ended. Equal to its text ("25 seeds" == EndReason.WINNING_SEEDS),
+    which is what JSON carries."""
+
+    WINNING_SEEDS = "25 seeds"  # a side has more than half the seeds: each takes its own side's
+    EVEN_SPLIT = "24-24"  # each side has half: each takes its own side's
+    NO_FEEDING_MOVE = "no feeding move"  # rule 5: the mover takes every seed left
+    NO_SEEDS_TO_MOVE = "no seeds to move"  # rule 6: the opponent takes every seed left
+    REPETITION = "repetition"  # the true rule: a position met again, each side takes its own side's
+    PLY_LIMIT = "ply limit"  # a line cut short (not an end of the game)
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def splits_by_side(self) -> bool:
+        """Whether each side takes the seeds on its own side (else one side takes them all)."""
+        return self in (EndReason.WINNING_SEEDS, EndReason.EVEN_SPLIT, EndReason.REPETITION)
+
+
+class Rule(str, Enum):
+    """The repetition rule a value holds under; the names of ``--cycles``."""
+
+    OWN = "own"  # the true rule: a position met again ends the game, each side taking its own seeds
+    SPLIT = "split"  # the tables' convention: endless play splits the seeds left evenly (worth 0)
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def description(self) -> str:
+        if self is Rule.OWN:
+            return "the true repetition rule (each side takes the seeds on its side)"
+        return "the tables' convention (endless play splits the seeds left evenly)"
+
+
+class _Scored(Protocol):
+    """What the score helpers read of a position (solver.position.Position)."""
+
+    @property
+    def to_move(self) -> str: ...
+
+    @property
+    def seeds(self) -> int: ...
+
+    @property
+    def captured(self) -> tuple[int, int]: ...
+
+
+def seeds_number(count: float) -> int | float:
+    """A seed total as JSON shows it: an int when whole (a half only comes from endless play split)."""
+    return int(count) if float(count).is_integer() else float(count)
+
+
+def mover_totals(position: _Scored) -> tuple[int, int]:
+    """(seeds captured by the side to move, by the other side)."""
+    south, north = position.captured
+    return (south, north) if position.to_move == SOUTH else (north, south)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Final seed totals of a game: ended (`reason` says why) or predicted by a
+    value (`reason` None: the seeds on the board split as the value says)."""
+
+    south: float
+    north: float
+    reason: EndReason | None = None
+
+    @classmethod
+    def predicted(cls, position: _Scored, value: float) -> Outcome:
+        """The totals a value d of `position` predicts: captured so far plus
+        (n + d) / 2 of the n seeds on the board for the mover, the rest for the other."""
+        mine, theirs = mover_totals(position)
+        mover_share = (position.seeds + value) / 2
+        mover_final, other_final = mine + mover_share, theirs + position.seeds - mover_share
+        if position.to_move == SOUTH:
+            return cls(float(mover_final), float(other_final))
+        return cls(float(other_final), float(mover_final))
+
+    @classmethod
+    def ended(cls, totals: tuple[float, float], reason: EndReason | str) -> Outcome:
+        """An ended game's (South, North) totals."""
+        return cls(float(totals[0]), float(totals[1]), EndReason(reason))
+
+    @property
+    def totals(self) -> tuple[float, float]:
+        return self.south, self.north
+
+    @property
+    def winner(self) -> str:
+        """"S", "N" or "draw"."""
+        return SOUTH if self.south > self.north else NORTH if self.north > self.south else DRAW
+
+    def for_side(self, side: str) -> str:
+        """"win", "draw" or "loss" for `side` ("S" or "N")."""
+        if self.winner == DRAW:
+            return "draw"
+        return "win" if self.winner == side else "loss"
+
+    def value_for(self, position: _Scored) -> float:
+        """The value (for the side to move of `position`) these totals mean:
+        the mover's seeds from then on minus the other side's."""
+        mine, theirs = mover_totals(position)
+        mover_final, other_final = (self.south, self.north) if position.to_move == SOUTH else (self.north, self.south)
+        return (mover_final - mine) - (other_final - theirs)
+
+    def scores(self) -> list[int | float]:
+        """[South, North] as JSON numbers."""
+        return [seeds_number(self.south), seeds_number(self.north)]
+
+    def text(self) -> str:
+        """'South 25 - North 23 (South wins)', with a note on half seeds."""
+        who = {SOUTH: "South wins", NORTH: "North wins", DRAW: "draw"}[self.winner]
+        text = f"South {self.south:g} - North {self.north:g} ({who})"
+        if not float(self.south).is_integer():
+            text += "; the half seeds: endless play splits the seeds left evenly (the tables' convention)"
+        return text
+
+
+@dataclass(frozen=True)
+class MoveValue:
+    """One legal move: its letter, the seeds it captures, and its value for the
+    mover (the seeds it captures minus the value of the position it leads to),
+    whether that value is exact (else an estimate of a search), the rule it
+    holds under, and the outcome it predicts. `value` is None when a search
+    had no time for it. `repeats`: playing it repeats a position of the game,
+    which ends the game by the true rule (its value then says what that gives)."""
+
+    move: str
+    captured: int
+    value: int | None
+    exact: bool = True
+    rule: Rule = Rule.SPLIT
+    outcome: Outcome | None = None
+    repeats: bool = False
+
+    @classmethod
+    def of(cls, position: _Scored, move: str, captured: int, value: int | None, exact: bool = True,
+           rule: Rule | str = Rule.SPLIT, repeats: bool = False, outcome: Outcome | None = None) -> MoveValue:
+        """The record of a move of `position`; its outcome, unless given (a move
+        that ends the game: how it ends), predicted from its value."""
+        if outcome is None and value is not None:
+            outcome = Outcome.predicted(position, value)
+        return cls(move, int(captured), None if value is None else int(value), bool(exact), Rule(rule), outcome,
+                   repeats)
+
+    @property
+    def for_mover(self) -> str | None:
+        """"win", "draw" or "loss" for the side that plays it, or None without a value."""
+        if self.outcome is None:
+            return None
+        mover = SOUTH if self.move.isupper() else NORTH
+        return self.outcome.for_side(mover)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data: move, captured, value, exact, rule,
+        predicted_result ([South, North]), outcome ("win"/"draw"/"loss" for the
+        mover), repeats."""
+        return {
+            "move": self.move,
+            "captured": self.captured,
+            "value": self.value,
+            "exact": self.exact,
+            "rule": self.rule.value,
+            "predicted_result": None if self.outcome is None else self.outcome.scores(),
+            "outcome": self.for_mover,
+            "repeats": self.repeats,
+        }
+
+
+def best_value(moves: list[MoveValue]) -> int | None:
+    """The largest value among `moves` (None when none has one)."""
+    return max((m.value for m in moves if m.value is not None), default=None)
+
+
+def best_of(moves: list[MoveValue]) -> list[MoveValue]:
+    """The moves whose value is the best one."""
+    best = best_value(moves)
+    return [m for m in moves if best is not None and m.value == best]
+
+
+def move_rows(moves: list[MoveValue]) -> list[dict[str, Any]]:
+    """The moves as JSON rows (MoveValue.as_dict) with "best" marked."""
+    best = best_value(moves)
+    return [{**m.as_dict(), "best": best is not None and m.value == best} for m in moves]
+
+
+def ended_value(totals: tuple[float, float], before: _Scored) -> int:
+    """The mover's value of a move that ended the game with (South, North)
+    `totals`, counted from the position `before` the move: what the end gives
+    him minus what it gives the other side."""
+    return int(Outcome(float(totals[0]), float(totals[1])).value_for(before))
+
+
+__all__ = ["EndReason", "MoveValue", "Outcome", "Rule", "best_of", "best_value", "ended_value", "move_rows",
+           "mover_totals", "seeds_number"]
