@@ -8,8 +8,9 @@ The search is iterative deepening alpha-beta (fail-soft negamax) written as
 one numba kernel with an explicit stack. Its value is the one the tables
 use: the seeds the mover captures from now on minus the seeds the opponent
 captures. A node whose seed count has a table in memory is scored from the
-table; a node beyond the depth horizon is scored 0 (the seeds left are split
-evenly), which is what makes a value an estimate rather than exact.
+table; a node beyond the depth horizon gets an estimate learned from the
+tables (solver.evaluation; or 0, the seeds left split evenly, with
+evaluation="zero"), which is what makes a value an estimate rather than exact.
 
 Repetition, `cycles`:
 
@@ -59,6 +60,7 @@ from numba import njit
 from . import index, retrograde
 from .intrinsics import prefetch_row
 from .errors import GameOverError, MissingTableError, SearchError
+from .evaluation import evaluate, load_weights
 from .layers import available_memory
 from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
 from .probe import Tablebase, value_packed
@@ -74,6 +76,7 @@ EXACT, LOWER, UPPER = 3, 1, 2
 NO_MOVE = 7
 PARTIAL_OFFSET = 64  # component values are kept as d + 64, so 0 means unknown
 CYCLES = ("own", "split")
+EVALUATIONS = ("learned", "zero")  # how a horizon leaf is scored
 DEFAULT_HASH_MB = 64
 DEFAULT_COMPONENT_LIMIT = 4_000_000
 DEFAULT_TABLE_BYTES = 256 << 20  # tables read into memory for search, at most
@@ -163,13 +166,17 @@ def tt_unpack(data):
 @njit(cache=True)
 def _search(
     path_mover, path_opponent, root, depth, split, tt, history,
-    flat, starts, loaded, partial, partial_starts, max_nodes, pv, pv_length, horizon,
+    flat, starts, loaded, partial, partial_starts, max_nodes, pv, pv_length, horizon, weights,
 ):
     """Fail-soft alpha-beta from path[root] to `depth` plies, full window.
 
     path[0:root] holds the positions played before the root since the last
     capture (one per ply, oldest first); they count for repetitions. Returns
     (score, proven, nodes, aborted); pv[root, :pv_length[root]] is the line.
+
+    A horizon leaf scores evaluation.evaluate(weights) (an empty `weights`:
+    0, an even split) unless `horizon` asks for proven bounds; either way it
+    is never proven.
 
     Why scores mix safely in "split" mode: let V be the value with endless
     play scored 0 (the tables' value). The side winning a position has a
@@ -262,11 +269,14 @@ def _search(
                             score = value
                             continue
                 if remaining[ply] <= 0:
-                    # horizon 0: an even split (the estimate). +1 / -1: the worst /
-                    # best case for the root's mover (-n or +n), which makes the
-                    # search value a proven lower / upper bound.
+                    # horizon 0: the learned estimate (or an even split). +1 / -1:
+                    # the worst / best case for the root's mover (-n or +n), which
+                    # makes the search value a proven lower / upper bound.
                     score = 0
-                    if horizon != 0:
+                    if horizon == 0:
+                        if weights.shape[0] > 0:
+                            score = evaluate(mover, opponent, weights)
+                    else:
                         score = board_seeds(mover, opponent)
                         if (ply - root) % 2 == 0:
                             score = -score
@@ -520,7 +530,7 @@ class SearchResult:
 
     move: the best move's letter (None when the game is over); value: d for
     the side to move, exact when `exact`, else the estimate of the deepest
-    finished iteration (leaves beyond it scored as an even split); depth:
+    finished iteration (leaves beyond it estimated); depth:
     plies of the deepest finished iteration (0 when answered from the
     tables); lower, upper: proven bounds on the value (both equal to it
     when exact; None unless exact or asked for with bounds=True); nodes,
@@ -597,10 +607,19 @@ class Searcher:
     is answered from it even when that table is not in memory, unless it has
     more than `max_table_seeds` seeds. Keep one Searcher for many searches:
     the transposition table and the component values carry over.
+
+    `evaluation`: how a leaf beyond the horizon is scored: "learned" (the
+    estimate of solver.evaluation, with the shipped weights or those of
+    `weights_file`) or "zero" (an even split of the seeds left).
     """
 
     def __init__(self, tablebase=None, hash_mb=DEFAULT_HASH_MB, max_table_seeds=None,
-                 table_bytes=DEFAULT_TABLE_BYTES, component_limit=DEFAULT_COMPONENT_LIMIT):
+                 table_bytes=DEFAULT_TABLE_BYTES, component_limit=DEFAULT_COMPONENT_LIMIT,
+                 evaluation="learned", weights_file=None):
+        if evaluation not in EVALUATIONS:
+            raise SearchError(f"evaluation must be one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
+        self.evaluation = evaluation
+        self.weights = load_weights(weights_file) if evaluation == "learned" else np.zeros(0)
         if tablebase is None or isinstance(tablebase, (str, bytes)) or hasattr(tablebase, "__fspath__"):
             tablebase = Tablebase(tablebase)
         self.tablebase = tablebase
@@ -634,7 +653,7 @@ class Searcher:
         opponent = path.copy()
         pv = np.zeros((MAX_PLY + 2, MAX_PLY + 2), dtype=np.int64)
         _search(path, opponent, 0, 1, True, np.zeros((2, 3), np.uint64), np.zeros((ROW, 49), np.int64),
-                *self._arrays(), 100, pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0)
+                *self._arrays(), 100, pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0, self.weights)
 
     def _load_tables(self, max_table_seeds, table_bytes):
         built = sorted(self.tablebase.layers())
@@ -918,7 +937,7 @@ class _Run:
             tick = _time.perf_counter()
             score, proven, used, aborted = _search(
                 self.path_mover, self.path_opponent, root, iteration, self.split, searcher.tt, searcher.history,
-                *arrays, budget, self.pv, self.pv_length, 0,
+                *arrays, budget, self.pv, self.pv_length, 0, searcher.weights,
             )
             seconds = _time.perf_counter() - tick
             result.nodes += int(used)
@@ -946,7 +965,7 @@ class _Run:
         searcher = self.searcher
         score, _, used, _ = _search(
             self.path_mover, self.path_opponent, self.root, depth, self.split, searcher.tt, searcher.history,
-            *searcher._arrays(), 1 << 62, self.pv, self.pv_length, horizon,
+            *searcher._arrays(), 1 << 62, self.pv, self.pv_length, horizon, searcher.weights,
         )
         self.result.nodes += int(used)  # counted, but not an iteration of its own
         return int(score)
