@@ -450,3 +450,22 @@ def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: lis
     report["holdout_pooled"] = _pooled(report["holdout"])
     report["fit_pooled"] = _pooled(report["fit"])
     return weights, report
+
+
+def default_layers(directory: str | os.PathLike, holdout: int = 2, lowest: int = 8) -> tuple[list[int], list[int]]:
+    """(fit layers, held-out layers) from the tables of `directory`: the top
+    `holdout` consecutive layers held out, the ones from `lowest` below them fitted."""
+    from .tables import built_layers
+
+    built = set(built_layers(directory))
+    top = -1
+    while top + 1 in built:  # the layers above a gap cannot be valued (captures land in it)
+        top += 1
+    consecutive = list(range(top + 1))
+    if len(consecutive) <= holdout:
+        raise EvaluationError(f"{directory} has tables of 0..{top} seeds: too few to fit and hold out {holdout}")
+    held = consecutive[-holdout:] if holdout else []
+    fitted = [n for n in consecutive[: len(consecutive) - holdout] if n >= lowest]
+    if not fitted:
+        raise EvaluationError(f"{directory} has no layer from {lowest} seeds below the held-out {held}")
+    return fitted, held
