@@ -29,12 +29,15 @@ def main():
     parser.add_argument("--depth-scale", type=int, default=0, help="plies added to every suite depth")
     parser.add_argument("--cycles", choices=["own", "split"], default="own")
     parser.add_argument("--threads", type=int, default=1, help="search threads (1: the recorded suite)")
+    parser.add_argument("--evaluation", choices=["learned", "zero"], default="learned",
+                        help="horizon leaves (zero: the leaf of the suite recorded before the learned evaluation)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="awele-search-") as scratch:
         directory = args.dir or scratch
         builder.build(args.table_seeds, directory)
-        result = bench_search(directory, args.table_seeds, args.depth_scale, args.cycles, threads=args.threads)
+        result = bench_search(directory, args.table_seeds, args.depth_scale, args.cycles, threads=args.threads,
+                              evaluation=args.evaluation)
     print(json.dumps(result, indent=2))
     for row in result["positions"]:
         print(f"{row['name']:40s} depth {row['depth']:3d}  {row['nodes']:>12,} nodes  {row['seconds']:7.2f} s  "

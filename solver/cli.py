@@ -997,6 +997,69 @@ def bench(quick, as_json):
         click.echo(f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]:>{widths[3]}}")
 
 
+def _layer_list(text, option):
+    """Seed counts from "8-24" or "25,26" (or a mix: "8-12,14")."""
+    layers = []
+    try:
+        for part in text.split(","):
+            low, _, high = part.strip().partition("-")
+            layers.extend(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise UserError(f"{option}: give seed counts like 8-24 or 25,26, got {text!r}") from None
+    if not layers or any(not 0 <= n <= 48 for n in layers):
+        raise UserError(f"{option}: seed counts are 0..48, got {text!r}")
+    return layers
+
+
+@cli.command(name="fit-evaluation")
+@_directory_option
+@click.option("--fit-layers", default=None, help="Layers to fit on, e.g. 8-24 (default: from 8 up to the held-out ones).")
+@click.option("--holdout", default=None,
+              help="Layers above the fit to measure on, e.g. 25-26 (default: the top two built).")
+@click.option("--games", type=click.IntRange(min=1), default=20_000, show_default=True,
+              help="Playouts that the positions are drawn from.")
+@click.option("--per-layer", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="At most this many positions valued per layer.")
+@click.option("--per-seed/--flat", default=False, show_default=True,
+              help="Let every weight change linearly with the seeds on board, or keep it flat.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed of the playouts.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write the weights file here (e.g. solver/data/evaluation-v1.json); default: report only.")
+@click.option("--json", "as_json", is_flag=True, help="Print the fit report as JSON.")
+def fit_evaluation(directory, fit_layers, holdout, games, per_layer, per_seed, seed, out, as_json):
+    """Fit the search's evaluation to the exact values of the tables in --dir.
+
+    Positions from playouts are valued from the tables of the fitted layers;
+    the report gives the RMSE and sign agreement on held-out layers above
+    them, against the 0 leaf.
+    """
+    from . import evaluation, tables
+
+    directory = directory or tables.default_directory()
+    fitted, held = evaluation.default_layers(directory) if fit_layers is None or holdout is None else (None, None)
+    fitted = _layer_list(fit_layers, "--fit-layers") if fit_layers is not None else fitted
+    held = _layer_list(holdout, "--holdout") if holdout is not None else held
+    weights, report = evaluation.fit(directory, fitted, held, games=games, per_layer=per_layer, per_seed=per_seed,
+                                     seed=seed, progress=None if as_json else lambda text: click.echo(text, err=True))
+    if out:
+        evaluation.save_weights(out, weights, report)
+    if as_json:
+        emit_json({"weights": [round(float(w), 6) for w in weights], "out": out, **report})
+        return
+    click.echo(f"fitted on layers {report['fit_layers']}, held out {report['holdout_layers']}")
+    click.echo("layer  positions   rmse  zero rmse  sign  zero sign")
+    for row in report["fit"] + report["holdout"]:
+        kind = "held out" if row["seeds"] in report["holdout_layers"] else "fitted"
+        click.echo(f"{row['seeds']:5d} {row['positions']:10,} {row['rmse']:6.3f} {row['zero_rmse']:10.3f} "
+                   f"{row['sign_agreement']:5.3f} {row['zero_sign_agreement']:10.3f}  {kind}")
+    pooled = report["holdout_pooled"]
+    if pooled["positions"]:
+        click.echo(f"held out, pooled: rmse {pooled['rmse']:.3f} (0 leaf: {pooled['zero_rmse']:.3f}), "
+                   f"sign agreement {pooled['sign_agreement']:.3f} (0 leaf: {pooled['zero_sign_agreement']:.3f})")
+    if out:
+        click.echo(f"weights written to {out}")
+
+
 @cli.command()
 @_directory_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")

@@ -8,8 +8,9 @@ The search is iterative deepening alpha-beta (fail-soft negamax) written as
 one numba kernel with an explicit stack. Its value is the one the tables
 use: the seeds the mover captures from now on minus the seeds the opponent
 captures. A node whose seed count has a table in memory is scored from the
-table; a node beyond the depth horizon is scored 0 (the seeds left are split
-evenly), which is what makes a value an estimate rather than exact.
+table; a node beyond the depth horizon gets an estimate learned from the
+tables (solver.evaluation; or 0, the seeds left split evenly, with
+evaluation="zero"), which is what makes a value an estimate rather than exact.
 
 Repetition, `cycles`:
 
@@ -62,6 +63,7 @@ from . import index
 from .component import PARTIAL_OFFSET, SolvedComponents, known_value  # noqa: F401 (PARTIAL_OFFSET, known_value: API)
 from .intrinsics import prefetch_row
 from .errors import GameOverError, MissingTableError, SearchError, TableError
+from .evaluation import evaluate, load_weights
 from .layers import available_memory
 from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
 from .probe import Tablebase
@@ -77,6 +79,7 @@ EXACT, LOWER, UPPER = 3, 1, 2
 NO_MOVE = 7
 CYCLES = ("own", "split")
 RULES = ("true", "split")  # the repetition rule a value holds under (SearchResult.rule)
+EVALUATIONS = ("learned", "zero")  # how a horizon leaf is scored
 DEFAULT_HASH_MB = 64
 DEFAULT_COMPONENT_LIMIT = 4_000_000
 DEFAULT_TABLE_BYTES = 256 << 20  # game analysis' budget for its max_tables (solver.analysis)
@@ -175,7 +178,7 @@ def tt_on_split(data):
 @njit(cache=True, nogil=True)
 def _search(
     path_mover, path_opponent, root, depth, split, tt, history,
-    flat, starts, loaded, partial, partial_starts, max_nodes, control, pv, pv_length, horizon,
+    flat, starts, loaded, partial, partial_starts, max_nodes, control, pv, pv_length, horizon, weights,
 ):
     """Fail-soft alpha-beta from path[root] to `depth` plies, full window.
 
@@ -191,6 +194,10 @@ def _search(
     rule); in "own" mode a score without it holds under the true rule. A
     table value of +n or -n right after a capture holds under both: the side
     that takes every seed does so without letting any position repeat.
+
+    A horizon leaf scores evaluation.evaluate(weights) (an empty `weights`:
+    0, an even split) unless `horizon` asks for proven bounds; either way it
+    is never proven.
 
     Why scores mix safely in "split" mode: let V be the value with endless
     play scored 0 (the tables' value). The side winning a position has a
@@ -288,11 +295,14 @@ def _search(
                             score_split = tt_on_split(data)
                             continue
                 if remaining[ply] <= 0:
-                    # horizon 0: an even split (the estimate). +1 / -1: the worst /
-                    # best case for the root's mover (-n or +n), which makes the
-                    # search value a proven lower / upper bound.
+                    # horizon 0: the learned estimate (or an even split). +1 / -1:
+                    # the worst / best case for the root's mover (-n or +n), which
+                    # makes the search value a proven lower / upper bound.
                     score = 0
-                    if horizon != 0:
+                    if horizon == 0:
+                        if weights.shape[0] > 0:
+                            score = evaluate(mover, opponent, weights)
+                    else:
                         score = board_seeds(mover, opponent)
                         if (ply - root) % 2 == 0:
                             score = -score
@@ -401,7 +411,7 @@ class SearchResult:
 
     move: the best move's letter (None when the game is over); value: d for
     the side to move, exact when `exact`, else the estimate of the deepest
-    finished iteration (leaves beyond it scored as an even split); depth:
+    finished iteration (leaves beyond it estimated); depth:
     plies of the deepest finished iteration (0 when answered from the
     tables); lower, upper: proven bounds on the value (both equal to it
     when exact; None unless exact or asked for with bounds=True); nodes
@@ -506,10 +516,19 @@ class Searcher:
     `threads`: threads a search runs on (default: every core), Lazy SMP
     over the shared transposition table. Keep one Searcher for many
     searches: the transposition table and the component values carry over.
+
+    `evaluation`: how a leaf beyond the horizon is scored: "learned" (the
+    estimate of solver.evaluation, with the shipped weights or those of
+    `weights_file`) or "zero" (an even split of the seeds left).
     """
 
     def __init__(self, tablebase=None, hash_mb=DEFAULT_HASH_MB, max_table_seeds=None,
-                 table_bytes=None, component_limit=DEFAULT_COMPONENT_LIMIT, threads=None):
+                 table_bytes=None, component_limit=DEFAULT_COMPONENT_LIMIT,
+                 evaluation="learned", weights_file=None, threads=None):
+        if evaluation not in EVALUATIONS:
+            raise SearchError(f"evaluation must be one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
+        self.evaluation = evaluation
+        self.weights = load_weights(weights_file) if evaluation == "learned" else np.zeros(0)
         if tablebase is None or isinstance(tablebase, (str, bytes)) or hasattr(tablebase, "__fspath__"):
             tablebase = Tablebase(tablebase)
         self.tablebase = tablebase
@@ -546,7 +565,8 @@ class Searcher:
         opponent = path.copy()
         pv = np.zeros((MAX_PLY + 2, MAX_PLY + 2), dtype=np.int64)
         _search(path, opponent, 0, 1, True, np.zeros((2, 3), np.uint64), np.zeros((ROW, 49), np.int64),
-                *self._arrays(), 100, np.zeros(1, np.int64), pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0)
+                *self._arrays(), 100, np.zeros(1, np.int64), pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0,
+                self.weights)
 
     # Tables ----------------------------------------------------------------------
 
@@ -880,7 +900,7 @@ class _Run:
     def _kernel(self, path_mover, path_opponent, depth, budget, control, pv, pv_length, horizon=0):
         searcher = self.searcher
         return _search(path_mover, path_opponent, self.root, depth, self.split, searcher.tt, searcher.history,
-                       *searcher._arrays(), budget, control, pv, pv_length, horizon)
+                       *searcher._arrays(), budget, control, pv, pv_length, horizon, searcher.weights)
 
     def deepen(self, max_depth, node_budget, deadline):
         """Iterations next_depth..max_depth until proven, the node budget
