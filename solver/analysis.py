@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from .errors import InvalidArgumentError, InvalidRecordError, MissingTableError
 from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, as_position, parse_record
-from .report import EndReason, MoveValue, Outcome, Rule
+from .report import EndReason, MoveValue, Outcome
 
 if TYPE_CHECKING:  # the table and search modules load numba kernels: imported when used
     from .probe import Tablebase
@@ -379,7 +379,7 @@ class _Judge:
         found = self._from_tables(position)
         if found is not None:
             value, scores = found
-            return "table", Rule.SPLIT.value, value, scores
+            return "table", "split", value, scores
         if self.time_per_ply is None:
             raise MissingTableError(self._why_no_table(position))
         searcher = self._searcher()
@@ -389,8 +389,8 @@ class _Judge:
             # that here so each move gets its whole share of the time.
             searcher.search(game, depth=1, cycles="own")
             self._warmed = True
-        scores = searcher.move_values(game, time=self.time_per_ply, cycles=Rule.OWN.value)
-        return "search", Rule.OWN.value, max(s.value for s in scores), scores
+        scores = searcher.move_values(game, time=self.time_per_ply, cycles="own")
+        return "search", "own", max(s.value for s in scores), scores
 
     def _from_tables(self, position):
         """(value, [MoveValue]) from the tables, or None when they do not reach."""

@@ -225,7 +225,7 @@ class Tablebase:
         """Every legal move of the game's position with the true repetition
         rule over the game: a move that would repeat a position of the game
         ends it and is worth what that gives (each side takes the seeds on
-        its own side: rule "own", `repeats` set); every other move is worth
+        its own side: rule "true", `repeats` set); every other move is worth
         its table value (the tables' convention). Raises MissingTableError
         when a layer is missing."""
         game = game if isinstance(game, Game) else Game(as_position(game))
@@ -242,7 +242,7 @@ class Tablebase:
                     ended = Outcome.ended(game.result(), EndReason.REPETITION)
                 finally:
                     game.undo()
-                m = MoveValue.of(position, m.move, m.captured, value, rule=Rule.OWN, repeats=True, outcome=ended)
+                m = MoveValue.of(position, m.move, m.captured, value, rule=Rule.TRUE, repeats=True, outcome=ended)
             moves.append(m)
         return moves
 

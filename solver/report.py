@@ -48,17 +48,22 @@ class EndReason(str, Enum):
 
 
 class Rule(str, Enum):
-    """The repetition rule a value holds under; the names of ``--cycles``."""
+    """The repetition rule a value holds under (SearchResult.rule, MoveValue.rule)."""
 
-    OWN = "own"  # the true rule: a position met again ends the game, each side taking its own seeds
+    TRUE = "true"  # a position met again ends the game, each side taking the seeds on its side
     SPLIT = "split"  # the tables' convention: endless play splits the seeds left evenly (worth 0)
 
     def __str__(self) -> str:
         return self.value
 
+    @classmethod
+    def of_cycles(cls, cycles: str) -> Rule:
+        """The rule a search with ``cycles`` ("own": the true rule, or "split") scores repetitions by."""
+        return cls.TRUE if cycles == "own" else cls.SPLIT
+
     @property
     def description(self) -> str:
-        if self is Rule.OWN:
+        if self is Rule.TRUE:
             return "the true repetition rule (each side takes the seeds on its side)"
         return "the tables' convention (endless play splits the seeds left evenly)"
 

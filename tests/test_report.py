@@ -78,7 +78,7 @@ def test_a_move_value_renders_one_way():
     row = record.as_dict()
     assert row == {"move": "a", "captured": 0, "value": 4, "exact": True, "rule": "split",
                    "predicted_result": [20, 27], "outcome": "win", "repeats": False}
-    rows = move_rows([record, MoveValue.of(position, "a", 0, None, exact=False, rule=Rule.OWN)])
+    rows = move_rows([record, MoveValue.of(position, "a", 0, None, exact=False, rule=Rule.TRUE)])
     assert [r["best"] for r in rows] == [True, False] and rows[1]["outcome"] is None
 
 
@@ -108,7 +108,7 @@ def test_best_move_follows_the_true_rule_over_the_game(tablebase):
     line_move = tablebase.line(position, max_plies=1).moves[0]
     assert position.play(line_move).key() in {p.key() for p in game.positions}  # the tables' move repeats
     moves = {m.move: m for m in tablebase.game_moves(game)}
-    assert moves[line_move].repeats and moves[line_move].rule is Rule.OWN
+    assert moves[line_move].repeats and moves[line_move].rule is Rule.TRUE
     game.play(line_move)
     assert moves[line_move].value == ended_value(game.result(), position)
     game.undo()

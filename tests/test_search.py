@@ -364,3 +364,128 @@ def test_a_root_with_a_table_on_disk_is_answered_from_it(table_dir, tablebase):
     result = searcher.search(position)
     assert result.source == "table" and result.exact and result.depth == 0
     assert result.lower == result.value == result.upper == tablebase.value(position)
+
+
+# Threads, the stop flag, the rule a value holds under, tables in the background
+
+
+def test_a_torn_transposition_entry_reads_as_empty():
+    """Entries are written without locks; one whose words come from two writes is refused."""
+    tt = np.zeros((8, 3), dtype=np.uint64)
+    mask = np.uint64(7)
+    a = (np.uint64(0x0102030405), np.uint64(0x0600000001))
+    b = (np.uint64(0x0102030406), np.uint64(0x0600000001))
+    tt_store(tt, mask, a[0], a[1], -17, 1, 9, 4)
+    slot_a = int(np.flatnonzero(tt[:, 0] == a[0])[0])
+    scratch = np.zeros_like(tt)
+    tt_store(scratch, mask, b[0], b[1], 5, 3, 255, 2)
+    slot_b = int(np.flatnonzero(scratch[:, 0] == b[0])[0])
+    torn = tt.copy()
+    torn[slot_a, 2] = scratch[slot_b, 2]  # a's key, b's data word
+    assert tt_probe(torn, mask, a[0], a[1]) == 0
+    torn = tt.copy()
+    torn[slot_a, 0] = b[0]  # b's key words, a's data word
+    assert tt_probe(torn, mask, b[0], b[1]) == 0
+    assert tt_unpack(tt_probe(tt, mask, a[0], a[1])) == (-17, 1, 9, 4)
+
+
+_THREADED = {}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(7, 12), rng_seed=st.integers(0, 10**6))
+def test_two_threads_give_the_exact_values_of_one_and_of_the_tables(table_dir, tablebase, seeds, rng_seed):
+    position = random_position(seeds, random.Random(rng_seed))
+    if position.is_over():
+        return
+    split, own = {}, {}
+    for threads in (1, 2):
+        key = (table_dir, seeds, threads)
+        if key not in _THREADED:
+            _THREADED[key] = Searcher(table_dir, max_table_seeds=seeds - 1, hash_mb=8, threads=threads)
+        searcher = _THREADED[key]
+        result = searcher.search(position, cycles="split")
+        assert result.exact and result.threads == threads
+        assert result.move in tablebase.best_moves(position)
+        split[threads] = result.value
+        result = searcher.search(position, cycles="own", depth=8)
+        if result.exact:
+            own[threads] = (result.value, result.rule)
+    assert split[1] == split[2] == tablebase.value(position)
+    if len(own) == 2:
+        assert own[1] == own[2]
+
+
+def test_stop_ends_a_search_without_limits_from_another_thread(table_dir):
+    import threading
+
+    searcher = Searcher(table_dir, max_table_seeds=12, hash_mb=8, threads=2)
+    found = []
+    worker = threading.Thread(target=lambda: found.append(searcher.search(Position.initial())))
+    worker.start()
+    while not found and searcher._run is None:
+        worker.join(0.01)
+    worker.join(0.2)
+    searcher.stop()
+    worker.join(120)  # a liveness bound, not a timing: a missed stop would run for hours
+    assert not worker.is_alive()
+    assert found[0].move in Position.initial().legal_moves() and not found[0].exact
+
+
+def _true_rule_value(board, memo={}):
+    """d under the true rule all the way down: every capture's child is searched
+    by the reference again, never read from a table."""
+    key = tuple(board)
+    if key not in memo:
+        memo[key] = naive_search_value(list(board), _true_rule_value, "own", budget=20_000)
+    return memo[key]
+
+
+def test_values_said_to_hold_under_the_true_rule_do(table_dir, tablebase):
+    """Under cycles="own", a value marked rule="true" equals the true rule's value
+    even below the captures; one resting on the tables is marked "split"."""
+    rng = random.Random(11)
+    searchers_by_seeds = {seeds: Searcher(table_dir, max_table_seeds=seeds - 1, component_limit=0, hash_mb=8)
+                          for seeds in (3, 4, 5)}
+    rules = []
+    for _ in range(300):
+        position = random_position(rng.choice([3, 4, 5]), rng)
+        if position.is_over():
+            continue
+        try:
+            truth = _true_rule_value(position.mover_board().tolist())
+        except TooLarge:
+            continue
+        result = searchers_by_seeds[position.seeds].search(position, cycles="own", nodes=5_000_000)
+        assert result.exact and result.rule in ("true", "split")
+        if result.rule == "true":
+            assert result.value == truth, str(position)
+        rules.append(result.rule)
+    assert rules.count("true") > 10 and rules.count("split") > 0
+
+
+def test_a_root_answered_from_its_table_says_which_rule(table_dir, tablebase, searchers):
+    searcher = searchers(12)
+    rng = random.Random(2)
+    seen = set()
+    for _ in range(200):
+        position = random_position(rng.randint(2, 12), rng)
+        if position.is_over():
+            continue
+        result = searcher.search(position, cycles="own")
+        assert result.source == "table"
+        taking_all = abs(result.value) == position.seeds
+        assert result.rule == ("true" if taking_all else "split")
+        assert result.as_dict()["rule"] == result.rule
+        assert searcher.search(position, cycles="split").rule == "split"
+        seen.add(result.rule)
+    assert seen == {"true", "split"}
+
+
+def test_tables_are_read_in_the_background_by_default(table_dir):
+    searcher = Searcher(table_dir, hash_mb=8)
+    first = searcher.search("2-2-2-2-2-0/2-2-2-2-1-1 S", depth=4)  # does not wait for the tables
+    assert first.depth == 4
+    assert searcher.wait_for_tables(timeout=300)
+    assert searcher.table_layers == list(range(13)) and searcher.table_errors == []
+    assert searcher.table_budget > 0
