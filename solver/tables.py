@@ -24,6 +24,7 @@ import contextlib
 import os
 import re
 import struct
+import threading
 import time
 import zlib
 
@@ -32,7 +33,8 @@ import numpy as np
 
 from . import __version__, index, retrograde
 from .retrograde import byte_histogram
-from .errors import CorruptTableError, MissingTableError, TableError, TableMismatchError, TableWriteError
+from .errors import (CorruptTableError, MissingTableError, TablebaseClosedError, TableError, TableMismatchError,
+                     TableWriteError)
 
 RULES = "awele-abapa"
 RULES_VERSION = 1
@@ -428,7 +430,10 @@ def load_slice(directory, seeds, start, stop):
 
 class ChunkReader:
     """Single probes into one layer's file: a chunk at a time, each chunk's CRC
-    checked before any of its values is used, the last `cache_chunks` kept."""
+    checked before any of its values is used, the last `cache_chunks` kept.
+
+    Safe to share between threads: a lock covers the cache and the HDF5
+    handle; a probe after close() raises TablebaseClosedError."""
 
     def __init__(self, directory, seeds, cache_chunks=64):
         self.path = table_path(directory, seeds)
@@ -445,8 +450,16 @@ class ChunkReader:
             raise
         self.cache = {}
         self.cache_chunks = cache_chunks
+        self.lock = threading.Lock()
+        self.closed = False
 
     def chunk(self, number):
+        with self.lock:
+            return self._chunk(number)
+
+    def _chunk(self, number):
+        if self.closed:
+            raise TablebaseClosedError(f"the reader of {self.path} is closed")
         values = self.cache.get(number)
         if values is None:
             start = number * CHUNK
@@ -464,14 +477,18 @@ class ChunkReader:
         return int(self.chunk(rank // CHUNK)[rank % CHUNK])
 
     def close(self):
-        self.cache.clear()
-        self.handle.close()
+        with self.lock:
+            self.closed = True
+            self.cache.clear()
+            self.handle.close()
 
 
 def table_info(directory, seeds, full=False):
     """A dict describing the file of layer `seeds`: status 'ok', 'missing',
     'corrupt' or 'mismatch', and for a valid file its attributes and size.
-    With full=True every value is read back (checksums and histogram)."""
+    'ok' needs full=True, which reads every value back (check_values: every
+    chunk's CRC and the histogram); with full=False a file whose header,
+    layout and checksum table check out is 'header ok'."""
     path = table_path(directory, seeds)
     info = {"seeds": seeds, "file": path, "positions": index.layer_size(seeds)}
     try:
