@@ -149,7 +149,7 @@ def measured_rates(directory):
     rate, file_bytes, source = DEFAULT_RATE, DEFAULT_FILE_BYTES, "default"
     for seeds in reversed(tables.built_layers(directory)):
         info = tables.table_info(directory, seeds)
-        if info["status"] == "ok" and info.get("build_seconds", 0) > 1.0:
+        if info["status"] in ("ok", "header ok") and info.get("build_seconds", 0) > 1.0:
             rate = info["positions"] / info["build_seconds"]
             file_bytes = info["bytes_per_position"]
             source = f"layer {seeds} in {directory}"
@@ -195,7 +195,7 @@ def measured_exchange(directory):
     layer in `directory` built by several processes, else the defaults."""
     for seeds in reversed(tables.built_layers(directory)):
         info = tables.table_info(directory, seeds)
-        if info["status"] != "ok":
+        if info["status"] not in ("ok", "header ok"):
             continue
         with tables.open_table(directory, seeds) as handle:
             processes = int(handle.attrs.get("processes", 1))
@@ -322,14 +322,15 @@ def prepare_directory(directory):
 
 
 def _existing_layer_ok(directory, seeds):
-    """Whether layer `seeds` has a valid file (header and checksums); raises
-    for a damaged or mismatched one, naming it."""
+    """Whether layer `seeds` has a valid file: the layout awele writes and
+    every chunk's CRC-32 read and checked (tables.check_values), so that
+    values rewritten in place are not reused; raises for a damaged or
+    mismatched one, naming it."""
     path = tables.table_path(directory, seeds)
     if not os.path.lexists(path):
         return False
     try:
-        with tables.open_table(directory, seeds) as handle:
-            tables.chunk_checksums(handle, path)
+        tables.check_values(directory, seeds)
     except (CorruptTableError, TableMismatchError) as error:
         raise type(error)(f"{error}; delete that file and build again to rebuild it") from None
     return True
