@@ -449,6 +449,18 @@ def process_memory_message(seeds, processes, budget, threads=1):
             f"{budget / 2**30:.1f} GiB a process {reach} (use more processes, or more memory each)")
 
 
+def _check_checkpoint_folder(directory):
+    """Create the checkpoint folder if needed; TableWriteError (one line) if it cannot be used."""
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise TableWriteError(f"the checkpoint folder {directory} exists and is not a folder")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise TableWriteError(f"cannot create the checkpoint folder {directory}: {error.strerror}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise TableWriteError(f"the checkpoint folder {directory} is not writable")
+
+
 class CollectiveError(BuildError):
     """An error every process of a distributed build raises alike (process 0 reports it)."""
 
@@ -480,6 +492,8 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange=Non
         if rank == 0:
             try:
                 prepare_directory(directory)
+                if checkpoint_dir:
+                    _check_checkpoint_folder(checkpoint_dir)
                 lock.__enter__()
                 tables.remove_stale_temporaries(directory)
                 missing = [n for n in range(max_seeds + 1) if not _existing_layer_ok(directory, n)]

@@ -229,11 +229,58 @@ def write_table(directory, seeds, values, build_seconds=0.0, extra=None, counts=
         created = False
     except (OSError, RuntimeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else " ".join(str(error).split())
+        if not created and isinstance(error, FileExistsError):
+            reason = f"{os.path.basename(temporary)} is already there (a link?), refusing to write through it"
         raise TableWriteError(f"cannot write {path}: {reason}") from None
     finally:
         if created and os.path.lexists(temporary):
             os.remove(temporary)
     return path
+
+
+def write_file_exclusively(path, parts):
+    """Write the byte buffers `parts` to `path` atomically and never through a
+    link: a temporary name created exclusively (O_EXCL | O_NOFOLLOW; a stale
+    one of this process removed first, a link there is removed, not
+    followed), synced, then renamed over `path` (a rename replaces a link at
+    `path` itself, never its target). Returns the CRC-32 of what was written."""
+    temporary = f"{path}{TEMPORARY_SUFFIX}-{os.getpid()}"
+    if os.path.lexists(temporary):
+        os.remove(temporary)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    crc = 0
+    try:
+        for part in parts:
+            view = memoryview(part).cast("B")
+            done = 0
+            while done < len(view):
+                done += os.write(descriptor, view[done:])
+            crc = zlib.crc32(view, crc)
+        os.fsync(descriptor)
+    except BaseException:
+        os.close(descriptor)
+        os.remove(temporary)
+        raise
+    os.close(descriptor)
+    os.replace(temporary, path)
+    return crc
+
+
+def read_file_nofollow(path, limit):
+    """Up to `limit` bytes of `path`, refusing (OSError) a link planted at the name."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        chunks = []
+        left = limit
+        while left > 0:
+            data = os.read(descriptor, min(left, 1 << 24))
+            if not data:
+                break
+            chunks.append(data)
+            left -= len(data)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
 
 
 def _write_layer(target, seeds, size, values, build_seconds, extra, counts):
