@@ -91,14 +91,15 @@ def prepare_directory(directory):
 
 
 def _existing_layer_ok(directory, seeds):
-    """Whether layer `seeds` has a valid file (header and checksums); raises
-    for a damaged or mismatched one, naming it."""
+    """Whether layer `seeds` has a valid file: the layout awele writes and
+    every chunk's CRC-32 read and checked (tables.check_values), so that
+    values rewritten in place are not reused; raises for a damaged or
+    mismatched one, naming it."""
     path = tables.table_path(directory, seeds)
     if not os.path.lexists(path):
         return False
     try:
-        with tables.open_table(directory, seeds) as handle:
-            tables.chunk_checksums(handle, path)
+        tables.check_values(directory, seeds)
     except (CorruptTableError, TableMismatchError) as error:
         raise type(error)(f"{error}; delete that file and build again to rebuild it") from None
     return True
@@ -207,6 +208,18 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     return store
 
 
+def _check_checkpoint_folder(directory):
+    """Create the checkpoint folder if needed; TableWriteError (one line) if it cannot be used."""
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise TableWriteError(f"the checkpoint folder {directory} exists and is not a folder")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise TableWriteError(f"cannot create the checkpoint folder {directory}: {error.strerror}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise TableWriteError(f"the checkpoint folder {directory} is not writable")
+
+
 class CollectiveError(BuildError):
     """An error every process of a distributed build raises alike (process 0 reports it)."""
 
@@ -238,6 +251,8 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange=Non
         if rank == 0:
             try:
                 prepare_directory(directory)
+                if checkpoint_dir:
+                    _check_checkpoint_folder(checkpoint_dir)
                 lock.__enter__()
                 tables.remove_stale_temporaries(directory)
                 missing = [n for n in range(max_seeds + 1) if not _existing_layer_ok(directory, n)]

@@ -315,7 +315,7 @@ class Checkpoints:
         self.interval = interval
         self.last = time.monotonic()
         if directory and exchange.rank == 0:
-            os.makedirs(directory, exist_ok=True)
+            os.makedirs(directory, exist_ok=True)  # build_distributed checked that it can
         exchange.barrier()
 
     def _manifest(self, seeds):
@@ -331,26 +331,14 @@ class Checkpoints:
 
     def save(self, seeds, stage, bounds, values, counts):
         """Record the state before stage `stage` of layer `seeds` (collective)."""
-        path = self._state(seeds, stage)
-        temporary = f"{path}.tmp"
-        crc = 0
-        with open(temporary, "wb") as handle:
-            for part in (values, counts):
-                handle.write(memoryview(part).cast("B"))
-                crc = zlib.crc32(memoryview(part).cast("B"), crc)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        # Created exclusively and renamed into place: a link planted at any of
+        # these names (a shared folder) is replaced, never written through.
+        crc = tables.write_file_exclusively(self._state(seeds, stage), (values, counts))
         crcs = self.exchange.gather(crc)
         if self.exchange.rank == 0:
             manifest = {"seeds": seeds, "stage": stage, "processes": self.exchange.size,
                         "bounds": [int(b) for b in bounds], "crc32": crcs}
-            temporary = f"{self._manifest(seeds)}.tmp"
-            with open(temporary, "w") as handle:
-                json.dump(manifest, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, self._manifest(seeds))
+            tables.write_file_exclusively(self._manifest(seeds), (json.dumps(manifest).encode(),))
         self.exchange.barrier()
         for older in range(stage + 1, seeds + 2):
             if os.path.exists(self._state(seeds, older)):
@@ -368,8 +356,7 @@ class Checkpoints:
         manifest = None
         if self.exchange.rank == 0:
             try:
-                with open(self._manifest(seeds)) as handle:
-                    manifest = json.load(handle)
+                manifest = json.loads(tables.read_file_nofollow(self._manifest(seeds), 1 << 20))
                 if (manifest.get("seeds") != seeds or manifest.get("processes") != self.exchange.size
                         or manifest.get("bounds") != [int(b) for b in bounds]):
                     manifest = None
@@ -381,8 +368,7 @@ class Checkpoints:
         stage = int(manifest["stage"])
         ok = 0
         try:
-            with open(self._state(seeds, stage), "rb") as handle:
-                data = handle.read(values.nbytes + counts.nbytes + 1)
+            data = tables.read_file_nofollow(self._state(seeds, stage), values.nbytes + counts.nbytes + 1)
             if len(data) == values.nbytes + counts.nbytes and zlib.crc32(data) == manifest["crc32"][self.exchange.rank]:
                 values[:] = np.frombuffer(data, dtype=np.int8, count=values.shape[0])
                 counts[:] = np.frombuffer(data, dtype=np.uint8, offset=values.nbytes)

@@ -47,6 +47,12 @@ class TableMismatchError(TableError, ValueError):
     """A table file built for other rules, another index or another format."""
 
 
+class TablebaseClosedError(TableError, ValueError):
+    """A probe of a Tablebase (or a chunk reader) that was closed, before the
+    probe or while it ran (another thread closed it): like a read of a closed
+    file, a ValueError."""
+
+
 class TableWriteError(TableError, OSError):
     """A table file that cannot be written: the folder is missing, read-only or full."""
 

@@ -18,6 +18,7 @@ position the search may also know from a solved component (`known_value`).
 
 import mmap
 import os
+import threading
 
 import numpy as np
 from numba import njit
@@ -60,6 +61,12 @@ class LayerStore:
 
     `flat`, `starts` and `loaded` (a bool array indexed by seed count) are
     what kernels take. `put`, `layer` and `drop` manage the content.
+
+    Threads: `put`, `mark_loaded`, `drop` and `grown` hold the store's lock,
+    and a layer's flag is set only once its values are all in its slot, so a
+    kernel that reads only layers flagged loaded sees complete values while
+    another thread loads other layers. Dropping a layer that a kernel is
+    reading is the caller's to prevent (the builder does it between layers).
     """
 
     def __init__(self, max_seeds):
@@ -70,6 +77,7 @@ class LayerStore:
             self.starts[seeds + 1] = self.starts[seeds] + (size + PAGE - 1) // PAGE * PAGE
         self._area, self.flat = _reserve(max(PAGE, int(self.starts[-1])))
         self.loaded = np.zeros(index.MAX_SEEDS + 1, dtype=np.bool_)
+        self.lock = threading.RLock()
 
     def __repr__(self):
         layers = ", ".join(str(n) for n in self.layers())
@@ -83,19 +91,22 @@ class LayerStore:
 
     def put(self, seeds, values):
         """Copy `values` into the slot of layer `seeds` and mark it loaded."""
-        self.layer(seeds)[:] = values
-        self.loaded[seeds] = True
+        with self.lock:
+            self.layer(seeds)[:] = values
+            self.loaded[seeds] = True
 
     def mark_loaded(self, seeds):
         """Layer `seeds` was written into its slot in place (by a builder or a reader)."""
-        self.loaded[seeds] = True
+        with self.lock:
+            self.loaded[seeds] = True
 
     def drop(self, seeds):
         """Forget layer `seeds` and give its memory back (its slot reads as zeros)."""
-        self.loaded[seeds] = False
-        start, stop = int(self.starts[seeds]), int(self.starts[seeds + 1])
-        if stop > start:
-            self._area.madvise(mmap.MADV_DONTNEED, start, stop - start)
+        with self.lock:
+            self.loaded[seeds] = False
+            start, stop = int(self.starts[seeds]), int(self.starts[seeds + 1])
+            if stop > start:
+                self._area.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
     def layers(self):
         """Seed counts held, ascending."""
@@ -114,8 +125,9 @@ class LayerStore:
         if max_seeds <= self.max_seeds:
             return self
         store = LayerStore(max_seeds)
-        for seeds in self.layers():
-            store.put(seeds, self.layer(seeds))
+        with self.lock:
+            for seeds in self.layers():
+                store.put(seeds, self.layer(seeds))
         return store
 
 

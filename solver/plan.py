@@ -155,7 +155,7 @@ def measured_rates(directory):
     rate, file_bytes, source = DEFAULT_RATE, DEFAULT_FILE_BYTES, "default"
     for seeds in reversed(tables.built_layers(directory)):
         info = tables.table_info(directory, seeds)
-        if info["status"] == "ok" and info.get("build_seconds", 0) > 1.0:
+        if info["status"] in ("ok", "header ok") and info.get("build_seconds", 0) > 1.0:
             rate = info["positions"] / info["build_seconds"]
             file_bytes = info["bytes_per_position"]
             source = f"layer {seeds} in {directory}"
@@ -201,7 +201,7 @@ def measured_exchange(directory):
     layer in `directory` built by several processes, else the defaults."""
     for seeds in reversed(tables.built_layers(directory)):
         info = tables.table_info(directory, seeds)
-        if info["status"] != "ok":
+        if info["status"] not in ("ok", "header ok"):
             continue
         with tables.open_table(directory, seeds) as handle:
             processes = int(handle.attrs.get("processes", 1))

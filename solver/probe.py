@@ -14,13 +14,14 @@ the command that builds it.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
 from numba import njit
 
 from . import index, tables
-from .errors import GameOverError, InvalidPositionError, MissingTableError
+from .errors import GameOverError, InvalidPositionError, MissingTableError, TablebaseClosedError
 from .position import HOUSE_LETTERS, TOTAL_SEEDS, Game, Position, as_position
 from .layers import LayerStore, value_packed
 from .report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value
@@ -76,12 +77,22 @@ class Tablebase:
     ``directory`` defaults to tables.default_directory(). Small layers are
     read whole on first use; larger ones are read a chunk at a time for single
     probes and whole for :meth:`values`.
+
+    One Tablebase may be shared by any number of threads: value, values,
+    moves, move_values, best_moves, line and load give exactly what one
+    thread gets. Loads, growing the store and chunk reads hold a lock; a
+    look-up reads only layers whose load has completed (a store is never
+    changed under a reader: growing it makes a new one). close() is final: a
+    probe running when another thread closes the Tablebase, or started after,
+    raises TablebaseClosedError.
     """
 
     def __init__(self, directory: str | os.PathLike | None = None):
         self.directory = directory or tables.default_directory()
         self._readers = {}
         self._store = LayerStore(0)  # the layers read whole, as the builder holds them
+        self._lock = threading.RLock()  # loads, the store's growth, the readers
+        self._closed = False
 
     def __repr__(self):
         return f"Tablebase({self.directory!r}, layers={self.layers()}, in_memory={self.loaded_layers()})"
@@ -95,11 +106,20 @@ class Tablebase:
         self.close()
 
     def close(self):
-        """Close the open files and drop the loaded layers."""
-        for reader in self._readers.values():
-            reader.close()
-        self._readers.clear()
-        self._store = LayerStore(0)
+        """Close the open files and drop the loaded layers; probes after this
+        (or running in other threads) raise TablebaseClosedError."""
+        with self._lock:
+            self._closed = True
+            for reader in self._readers.values():
+                reader.close()
+            self._readers.clear()
+            # Replaced, never cleared: a kernel still reading the old store in
+            # another thread reads whole layers, and its caller then sees _closed.
+            self._store = LayerStore(0)
+
+    def _check_open(self):
+        if self._closed:
+            raise TablebaseClosedError(f"the tablebase of {self.directory} is closed")
 
     def layers(self) -> list[int]:
         """Seed counts with a table file in the folder."""
@@ -129,23 +149,37 @@ class Tablebase:
         Loaded layers share one LayerStore, which the kernels read through
         offsets; it grows to the largest layer present in the folder.
         """
-        if self._store.loaded[seeds]:
-            return
-        if seeds > self._store.max_seeds:
-            self._store = self._store.grown(max([seeds] + self.layers()))
-        tables.load_values(self.directory, seeds, out=self._store.layer(seeds))
-        self._store.mark_loaded(seeds)
+        self._loaded_store(seeds)
+
+    def _loaded_store(self, seeds):
+        """The store, holding layer `seeds` (read now if it was not)."""
+        with self._lock:
+            self._check_open()
+            store = self._store
+            if store.loaded[seeds]:
+                return store
+            if seeds > store.max_seeds:
+                store = self._store = store.grown(max([seeds] + self.layers()))
+            # Into the store this thread holds, flagged only once complete:
+            # the store cannot change under it while the lock is held.
+            tables.load_values(self.directory, seeds, out=store.layer(seeds))
+            store.mark_loaded(seeds)
+            return store
 
     def _lookup(self, seeds, rank):
         """d at (layer, rank): from memory, or from one checked chunk of the file."""
-        if self._store.loaded[seeds]:
-            return int(self._store.flat[self._store.starts[seeds] + rank])
+        self._check_open()
+        store = self._store  # one store for the test and the read: another thread may replace it
+        if store.loaded[seeds]:
+            return int(store.flat[store.starts[seeds] + rank])
         if index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
-            self.load(seeds)
-            return int(self._store.flat[self._store.starts[seeds] + rank])
-        reader = self._readers.get(seeds)
-        if reader is None:
-            reader = self._readers[seeds] = tables.ChunkReader(self.directory, seeds, CACHE_CHUNKS)
+            store = self._loaded_store(seeds)
+            return int(store.flat[store.starts[seeds] + rank])
+        with self._lock:
+            self._check_open()
+            reader = self._readers.get(seeds)
+            if reader is None:
+                reader = self._readers[seeds] = tables.ChunkReader(self.directory, seeds, CACHE_CHUNKS)
         return reader.value(rank)
 
     # Values ----------------------------------------------------------------------
@@ -189,7 +223,9 @@ class Tablebase:
         """
         position = as_position(position)
         _refuse_finished(position)
-        return self._expanded_value(position.expansion())
+        value = self._expanded_value(position.expansion())
+        self._check_open()
+        return value
 
     def move_values(self, position: Position | str) -> dict[str, int]:
         """{move letter: value of the position for the mover after that move}.
@@ -215,6 +251,7 @@ class Tablebase:
                 child = position.play(house)
                 ended = Outcome.ended(child.result(), child.terminal_rule())
             moves.append(MoveValue.of(position, letters[house], captured, value, outcome=ended))
+        self._check_open()
         return moves
 
     def best_moves(self, position: Position | str) -> list[str]:
@@ -299,8 +336,10 @@ class Tablebase:
         boards = np.ascontiguousarray(given, dtype=np.uint8)
         out = np.empty(boards.shape[0], dtype=np.int8)
         while True:
+            self._check_open()
             stuck = _values(boards, *self._store.arrays(), out)
             if stuck < 0:
+                self._check_open()
                 return out
             self._load_for(boards[stuck])
 
@@ -455,6 +494,7 @@ class Tablebase:
             line.positions.append(game.position)
         line.end_reason = game.end_reason or EndReason.PLY_LIMIT
         line.result = game.result()
+        self._check_open()
         return line
 
     def predicted_result(self, position: Position | str) -> tuple[float, float]:

@@ -24,6 +24,7 @@ import contextlib
 import os
 import re
 import struct
+import threading
 import time
 import zlib
 
@@ -31,8 +32,9 @@ import h5py
 import numpy as np
 
 from . import __version__, index
+from .errors import (CorruptTableError, MissingTableError, TablebaseClosedError, TableError, TableMismatchError,
+                     TableWriteError)
 from .layers import byte_histogram
-from .errors import CorruptTableError, MissingTableError, TableError, TableMismatchError, TableWriteError
 
 RULES = "awele-abapa"
 RULES_VERSION = 1
@@ -203,11 +205,58 @@ def write_table(directory, seeds, values, build_seconds=0.0, extra=None, counts=
         created = False
     except (OSError, RuntimeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else " ".join(str(error).split())
+        if not created and isinstance(error, FileExistsError):
+            reason = f"{os.path.basename(temporary)} is already there (a link?), refusing to write through it"
         raise TableWriteError(f"cannot write {path}: {reason}") from None
     finally:
         if created and os.path.lexists(temporary):
             os.remove(temporary)
     return path
+
+
+def write_file_exclusively(path, parts):
+    """Write the byte buffers `parts` to `path` atomically and never through a
+    link: a temporary name created exclusively (O_EXCL | O_NOFOLLOW; a stale
+    one of this process removed first, a link there is removed, not
+    followed), synced, then renamed over `path` (a rename replaces a link at
+    `path` itself, never its target). Returns the CRC-32 of what was written."""
+    temporary = f"{path}{TEMPORARY_SUFFIX}-{os.getpid()}"
+    if os.path.lexists(temporary):
+        os.remove(temporary)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    crc = 0
+    try:
+        for part in parts:
+            view = memoryview(part).cast("B")
+            done = 0
+            while done < len(view):
+                done += os.write(descriptor, view[done:])
+            crc = zlib.crc32(view, crc)
+        os.fsync(descriptor)
+    except BaseException:
+        os.close(descriptor)
+        os.remove(temporary)
+        raise
+    os.close(descriptor)
+    os.replace(temporary, path)
+    return crc
+
+
+def read_file_nofollow(path, limit):
+    """Up to `limit` bytes of `path`, refusing (OSError) a link planted at the name."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        chunks = []
+        left = limit
+        while left > 0:
+            data = os.read(descriptor, min(left, 1 << 24))
+            if not data:
+                break
+            chunks.append(data)
+            left -= len(data)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
 
 
 def _write_layer(target, seeds, size, values, build_seconds, extra, counts):
@@ -330,6 +379,7 @@ def _check_file(handle, path, seeds):
     for name in (DATASET, CRC_DATASET):
         if name not in handle:
             raise CorruptTableError(f"{path} has no {name!r} dataset")
+    _check_layout(handle, path, seeds)
     dataset = handle[DATASET]
     if dataset.shape != (index.layer_size(seeds),) or dataset.dtype != np.int8:
         raise CorruptTableError(f"{path}: dataset has shape {dataset.shape} and type {dataset.dtype}")
@@ -340,13 +390,43 @@ def _check_file(handle, path, seeds):
         raise CorruptTableError(f"{path}: the value histogram does not add up to the layer's size")
 
 
+def _check_layout(handle, path, seeds):
+    """Refuse any layout but the one write_table makes, before a value is read:
+    the two datasets themselves (no soft or external link, nothing else in
+    the file), `values` chunked as written with gzip then Fletcher-32 and
+    `chunk_crc32` contiguous or compact, both stored in this file (no
+    external raw-data file, no virtual dataset over other files). Anything
+    else could make the reader answer from another file, or block on one."""
+    names = sorted(handle.keys())
+    if names != sorted((DATASET, CRC_DATASET)):
+        raise CorruptTableError(f"{path} holds {names}, not the datasets of an awele table")
+    for name in names:
+        link = handle.get(name, getlink=True)
+        if not isinstance(link, h5py.HardLink):
+            raise CorruptTableError(f"{path}: {name!r} is a {type(link).__name__}, not data stored in the table")
+        if not isinstance(handle.get(name), h5py.Dataset):
+            raise CorruptTableError(f"{path}: {name!r} is not a dataset")
+    size = index.layer_size(seeds)
+    values = handle[DATASET].id.get_create_plist()
+    crcs = handle[CRC_DATASET].id.get_create_plist()
+    filters = [values.get_filter(i)[0] for i in range(values.get_nfilters())]
+    if values.get_layout() != h5py.h5d.CHUNKED or values.get_external_count() or crcs.get_external_count():
+        raise CorruptTableError(f"{path} is not stored as awele writes it (external or virtual storage?)")
+    if crcs.get_layout() not in (h5py.h5d.CONTIGUOUS, h5py.h5d.COMPACT) or crcs.get_nfilters():
+        raise CorruptTableError(f"{path}: the chunk checksums are not stored as awele writes them")
+    if filters != [h5py.h5z.FILTER_DEFLATE, h5py.h5z.FILTER_FLETCHER32]:
+        raise CorruptTableError(f"{path}: the values have filters {filters}, not gzip and Fletcher-32")
+    if handle[DATASET].chunks != (min(CHUNK, max(size, 1)),):
+        raise CorruptTableError(f"{path}: the values are chunked as {handle[DATASET].chunks}, not as awele writes them")
+
+
 def chunk_checksums(handle, path):
     """The verified per-chunk CRC-32 array of an open table."""
     chunks = (handle[DATASET].shape[0] + CHUNK - 1) // CHUNK
     crcs = np.asarray(handle[CRC_DATASET][...])
-    stored = handle.attrs.get(CRC_ATTRIBUTE)
-    if (crcs.shape != (chunks,) or crcs.dtype.kind != "u" or crcs.dtype.itemsize != 4 or stored is None
-            or zlib.crc32(crcs.astype("<u4").tobytes()) != int(np.asarray(stored).item())):
+    stored = np.asarray(handle.attrs.get(CRC_ATTRIBUTE, b""))
+    if (crcs.shape != (chunks,) or crcs.dtype.kind != "u" or crcs.dtype.itemsize != 4 or stored.shape != ()
+            or stored.dtype.kind not in "ui" or zlib.crc32(crcs.astype("<u4").tobytes()) != int(stored)):
         raise CorruptTableError(f"{path}: the chunk checksums are damaged")
     return crcs
 
@@ -381,6 +461,28 @@ def load_values(directory, seeds, out=None):
     return values
 
 
+def check_values(directory, seeds):
+    """Check the file of layer `seeds` as load_values does (layout, every
+    chunk's CRC-32, the stored histogram) a slice at a time, keeping nothing:
+    a layer counts as built only once this passes. Raises MissingTableError,
+    CorruptTableError or TableMismatchError naming the file."""
+    path = table_path(directory, seeds)
+    with open_table(directory, seeds) as handle, damage_guard(path):
+        dataset = handle[DATASET]
+        size = dataset.shape[0]
+        crcs = chunk_checksums(handle, path)
+        buffer = np.empty(min(size, SLICE), dtype=np.int8)
+        found = np.zeros(2 * seeds + 1, dtype=np.int64)
+        for start in range(0, size, SLICE):
+            piece = buffer[: min(size, start + SLICE) - start]
+            dataset.read_direct(piece, np.s_[start : start + piece.shape[0]], np.s_[0 : piece.shape[0]])
+            _check_chunks(path, crcs, start // CHUNK, piece)
+            found += histogram(piece, seeds)
+        expected = np.asarray(handle.attrs["histogram"])
+    if expected.shape != found.shape or (expected != found).any():
+        raise CorruptTableError(f"{path}: values do not match the stored histogram")
+
+
 def load_slice(directory, seeds, start, stop):
     """Ranks start..stop-1 of layer `seeds` (int8), every chunk they touch
     checked against its CRC-32, and the file's stored histogram (a caller
@@ -404,7 +506,10 @@ def load_slice(directory, seeds, start, stop):
 
 class ChunkReader:
     """Single probes into one layer's file: a chunk at a time, each chunk's CRC
-    checked before any of its values is used, the last `cache_chunks` kept."""
+    checked before any of its values is used, the last `cache_chunks` kept.
+
+    Safe to share between threads: a lock covers the cache and the HDF5
+    handle; a probe after close() raises TablebaseClosedError."""
 
     def __init__(self, directory, seeds, cache_chunks=64):
         self.path = table_path(directory, seeds)
@@ -421,8 +526,16 @@ class ChunkReader:
             raise
         self.cache = {}
         self.cache_chunks = cache_chunks
+        self.lock = threading.Lock()
+        self.closed = False
 
     def chunk(self, number):
+        with self.lock:
+            return self._chunk(number)
+
+    def _chunk(self, number):
+        if self.closed:
+            raise TablebaseClosedError(f"the reader of {self.path} is closed")
         values = self.cache.get(number)
         if values is None:
             start = number * CHUNK
@@ -440,14 +553,18 @@ class ChunkReader:
         return int(self.chunk(rank // CHUNK)[rank % CHUNK])
 
     def close(self):
-        self.cache.clear()
-        self.handle.close()
+        with self.lock:
+            self.closed = True
+            self.cache.clear()
+            self.handle.close()
 
 
 def table_info(directory, seeds, full=False):
     """A dict describing the file of layer `seeds`: status 'ok', 'missing',
     'corrupt' or 'mismatch', and for a valid file its attributes and size.
-    With full=True every value is read back (checksums and histogram)."""
+    'ok' needs full=True, which reads every value back (check_values: every
+    chunk's CRC and the histogram); with full=False a file whose header,
+    layout and checksum table check out is 'header ok'."""
     path = table_path(directory, seeds)
     info = {"seeds": seeds, "file": path, "positions": index.layer_size(seeds)}
     try:
@@ -461,8 +578,8 @@ def table_info(directory, seeds, full=False):
         info["bytes"] = os.path.getsize(path)
         info["bytes_per_position"] = info["bytes"] / max(1, info["positions"])
         if full:
-            load_values(directory, seeds)
-        info["status"] = "ok"
+            check_values(directory, seeds)
+        info["status"] = "ok" if full else "header ok"
     except MissingTableError:
         info["status"] = "missing"
     except TableMismatchError as error:
