@@ -156,18 +156,13 @@ def move_value(captured, child_mover, child_opponent, seeds, flat, starts, use):
     captured `captured` and led to the child (its words), d(child) read from
     the child's layer in `flat` (offsets `starts`); NOT_IN_USE when that
     layer is not marked in `use`. The one place a move's child is looked up
-    in a layer (through child_at): the exits here, the probe's one ply
-    outside the index and the search's component explorer all go through it."""
-    if not use[seeds - captured]:
-        return NOT_IN_USE
-    return captured - np.int64(flat[child_at(captured, child_mover, child_opponent, seeds, starts)])
-
-
-@njit(cache=True, inline="always")
-def child_at(captured, child_mover, child_opponent, seeds, starts):
-    """Where in `flat` (offsets `starts`) the value of a capture's child lies."""
+    in a layer: the exits here, the probe's one ply outside the index and
+    the search's component explorer all go through it."""
     child_seeds = seeds - captured
-    return starts[child_seeds] + index.rank_packed(child_mover, child_opponent, child_seeds)
+    if not use[child_seeds]:
+        return NOT_IN_USE
+    child = index.rank_packed(child_mover, child_opponent, child_seeds)
+    return captured - np.int64(flat[starts[child_seeds] + child])
 
 
 @njit(cache=True, inline="always")
@@ -205,6 +200,14 @@ def exit_value(mover, opponent, seeds, flat, starts, use):
     if legal_mask(mover, opponent) == 0:
         return terminal_value(mover, opponent)
     return best_capture(mover, opponent, seeds, flat, starts, use)[0]
+
+
+@njit(cache=True, inline="always")
+def child_at(captured, child_mover, child_opponent, seeds, starts):
+    """Where in `flat` (offsets `starts`) move_value reads the value of a
+    capture's child: the exit pass computes it first and reads it later."""
+    child_seeds = seeds - captured
+    return starts[child_seeds] + index.rank_packed(child_mover, child_opponent, child_seeds)
 
 
 @njit(cache=True, inline="always")
