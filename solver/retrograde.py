@@ -49,6 +49,14 @@ the neighbouring nibble is never borrowed from). FRESH is cleared only by
 the block's owner, so every resolved position is propagated exactly once.
 Sweeps repeat until one finds nothing FRESH; flags for the next sweep go to
 a second array, so none is lost while a sweep reads the first.
+
+Sharing the work. Every parallel loop hands its blocks out through a shared
+atomic counter (_take): a thread takes the next block when it is free, so a
+thread whose core is taken by another process does less and the others do
+more, instead of every sweep waiting for a fixed half. A sweep over a few
+blocks, or a scan of a small layer, runs on one thread. The exit pass
+gathers a block's captures and prefetches their children's values before
+it reads them, so those misses in the smaller layers overlap.
 """
 
 import contextlib
