@@ -3,6 +3,7 @@
     python benchmarks/build.py [--max-seeds 20] [--threads 2] [--memory 20G] [--compare-layer K]
     python benchmarks/build.py --max-seeds 32 --dir databases --no-compare   # resumable, in place
     python benchmarks/build.py --recorded databases                          # what the files recorded
+    python benchmarks/memory.py --out memory.json && python benchmarks/build.py --ceiling memory.json
 
 Prints one JSON object per layer (positions, seconds, positions/s, exit
 passes, peak RSS, working bytes per position) and a summary with the total
@@ -10,6 +11,15 @@ time and the speed-up from 1 to T threads, measured by solving layer K
 (default: the largest) again with one thread and with T threads, in memory,
 in one run. Without --dir the build goes to a temporary folder. The first
 layers include numba's start-up (compilation or cache loading).
+
+Each built layer's row also gives the scattered accesses the build made, as
+the kernels counted them (not estimated): exit_lookups (one value read in
+a smaller layer per capture looked up) plus stage_accesses (per
+predecessor told, its value byte, and its count nibble when the child was
+won), their sum scattered_accesses, the rate over the exit and stage
+seconds, and with --ceiling FILE (the JSON of benchmarks/memory.py --out)
+ceiling_share: that rate over the machine's atomic, prefetched update rate
+on all threads.
 
 --processes P compares the distributed build with the single-process one:
 layers 0..N built once by one process with T threads and once by
@@ -131,6 +141,8 @@ def main():
     parser.add_argument("--compare-layer", type=int, default=None)
     parser.add_argument("--no-compare", action="store_true", help="skip the 1-thread comparison")
     parser.add_argument("--recorded", metavar="DIR", default=None, help="print what the files of DIR recorded")
+    parser.add_argument("--ceiling", metavar="FILE", default=None,
+                        help="benchmarks/memory.py --out JSON: report each layer's share of that update rate")
     parser.add_argument("--processes", type=int, default=None,
                         help="compare with `mpiexec -n P` on the same cores (see above)")
     args = parser.parse_args()
@@ -141,12 +153,26 @@ def main():
         compare_processes(args.max_seeds, args.processes, args.threads)
         return
     budget = plan.parse_memory(args.memory) if args.memory else plan.default_budget()
+    ceiling = None
+    if args.ceiling:
+        with open(args.ceiling) as handle:
+            ceiling = json.load(handle)["summary"]["ceiling_updates_per_second"]
+    accesses = {"scattered_accesses": 0, "seconds": 0.0}
 
     def report(row):
         row = dict(row)
         row["peak_rss_bytes"] = row.pop("peak_bytes")
         if row.get("working_bytes"):
             row["working_bytes_per_position"] = row["working_bytes"] / row["positions"]
+        if "exit_lookups" in row:
+            row["scattered_accesses"] = row["exit_lookups"] + row["stage_accesses"]
+            row["scattered_accesses_per_position"] = row["scattered_accesses"] / row["positions"]
+            seconds = row["exit_seconds"] + row["stage_seconds"]
+            row["scattered_accesses_per_second"] = row["scattered_accesses"] / seconds if seconds else None
+            if ceiling and seconds:
+                row["ceiling_share"] = row["scattered_accesses_per_second"] / ceiling
+            accesses["scattered_accesses"] += row["scattered_accesses"]
+            accesses["seconds"] += seconds
         print(json.dumps({"benchmark": "build", **row}), flush=True)
 
     with tempfile.TemporaryDirectory(prefix="awele-bench-") as scratch:
@@ -167,6 +193,10 @@ def main():
             "file_bytes_per_position": file_bytes / positions,
             "peak_rss_bytes": build.peak_memory_bytes(),
             "working_bytes_per_position": retrograde.WORKING_BYTES,
+            "scattered_accesses": accesses["scattered_accesses"],
+            "scattered_accesses_per_second": (accesses["scattered_accesses"] / accesses["seconds"]
+                                              if accesses["seconds"] else None),
+            "ceiling_updates_per_second": ceiling,
             "machine": platform.machine(),
             "cpus": os.cpu_count(),
         }
@@ -182,6 +212,8 @@ def main():
             summary["seconds_1_thread"] = timings[1]
             summary[f"seconds_{args.threads}_threads"] = timings[args.threads]
             summary["speedup"] = timings[1] / timings[args.threads]
+    if ceiling and summary["scattered_accesses_per_second"]:
+        summary["ceiling_share"] = summary["scattered_accesses_per_second"] / ceiling
     print(json.dumps(summary, indent=2))
     print(f"layers 0..{args.max_seeds}: {total:.1f} s, files {file_bytes / 2**20:.1f} MiB "
           f"({summary['file_bytes_per_position']:.3f} B/position), peak RSS {summary['peak_rss_bytes'] / 2**30:.2f} GiB"

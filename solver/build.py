@@ -172,7 +172,9 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
 
     report(dict) is called after each layer with: seeds, positions, seconds,
     positions_per_second, peak_bytes, built (False when the file was there),
-    and for a built layer exit_passes, exit/load/stage/write seconds.
+    and for a built layer exit_passes, exit/load/stage/write seconds and the
+    scattered accesses the kernels counted (exit_lookups, predecessors_told,
+    stage_accesses).
     progress(seeds, step, fraction) follows the stages of a layer. Returns
     the LayerStore (holding whatever layers were last resident).
     """
@@ -195,7 +197,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                     step = progress and (lambda step, fraction, n=seeds: progress(n, step, fraction))
                     stats = build_layer(seeds, directory, store, budget, rows, progress=step)
                     row.update({k: stats[k] for k in ("exit_passes", "exit_seconds", "stage_seconds",
-                                                      "load_seconds", "write_seconds")})
+                                                      "load_seconds", "write_seconds", "exit_lookups",
+                                                      "predecessors_told", "stage_accesses")})
                     row["working_bytes"] = stats["working_bytes"]
                 seconds = time.perf_counter() - started
                 row.update(

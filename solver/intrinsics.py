@@ -4,8 +4,9 @@ The retrograde sweeps touch positions at random places in arrays far larger
 than the caches, and two threads may update the same position. A prefetch
 lets several of those cache misses be in flight at once; the atomics make the
 shared updates (claiming a position, counting down its children) race-free
-without locks. The atomics take a C-contiguous 1-D int8 or uint8 array and
-an index; prefetch takes a 1-D array and an index, prefetch_row a 2-D array
+without locks; an atomic add on a shared counter hands out chunks of work to
+whichever thread is free. The atomics take a C-contiguous 1-D integer array
+and an index; prefetch takes a 1-D array and an index, prefetch_row a 2-D array
 and a row.
 """
 
@@ -67,6 +68,7 @@ def _rmw(operation):
     return atomic
 
 
+atomic_add = _rmw("add")  # atomic_add(array, item, value) -> old value
 atomic_sub = _rmw("sub")  # atomic_sub(array, item, value) -> old byte
 atomic_or = _rmw("or")  # atomic_or(array, item, bits) -> old byte
 atomic_and = _rmw("and")  # atomic_and(array, item, bits) -> old byte

@@ -49,6 +49,14 @@ the neighbouring nibble is never borrowed from). FRESH is cleared only by
 the block's owner, so every resolved position is propagated exactly once.
 Sweeps repeat until one finds nothing FRESH; flags for the next sweep go to
 a second array, so none is lost while a sweep reads the first.
+
+Sharing the work. Every parallel loop hands its blocks out through a shared
+atomic counter (_take): a thread takes the next block when it is free, so a
+thread whose core is taken by another process does less and the others do
+more, instead of every sweep waiting for a fixed half. A sweep over a few
+blocks, or a scan of a small layer, runs on one thread. The exit pass
+gathers a block's captures and prefetches their children's values before
+it reads them, so those misses in the smaller layers overlap.
 """
 
 import contextlib
@@ -61,7 +69,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import index
-from .intrinsics import atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch
+from .intrinsics import atomic_add, atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch
 from .layers import LayerStore, byte_histogram, move_value
 from .rules import LAP_MASKS, RANGE_MASKS, ROW, ROW_ONES, legal_mask, play, terminal_value
 
@@ -76,6 +84,12 @@ WORKING_BYTES = 1.5  # working bytes a position of the layer being built
 BLOCK = 1 << 8  # ranks per block: the unit of work one thread owns (even: whole count bytes)
 WALK_LIMIT = 8  # step with the successor walk over gaps up to this, else unrank
 BATCH = 64  # predecessor ranks gathered (and prefetched) before they are updated
+WORK_SLOTS = 256  # iterations of a kernel's shared loop: numba cuts them among its threads, and each
+# takes chunks of the work until none is left (more slots than any thread count; a slot finding no work ends)
+SEED_CHUNK = 64  # blocks a thread takes at once when it scans for a stage's seeds (the others take 1)
+RANK_CHUNK = 1 << 14  # ranks (or received updates) a thread takes at once in the flat loops
+SERIAL_BLOCKS = 8  # a sweep over this few flagged blocks runs on one thread: waking the others costs more
+SERIAL_SIZE = 1 << 16  # a layer this small is scanned (exits, seeds) on one thread, for the same reason
 MAX_PREDECESSORS = 6 * 5 * 11  # a bound on the predecessors of one position
 HIGH_BITS = np.uint64(0x0000808080808080)  # bit 7 of each house lane: borrow detector
 BYTE_ONES = np.uint64(0x0101010101010101)
@@ -142,6 +156,15 @@ def _position_at(rank, current, mover, opponent, seeds, rows):
 
 
 @njit(cache=True, inline="always")
+def _take(counter, step):
+    """The first of the next `step` items of a loop whose items the threads
+    take as they become free (counter[0]: the next item not taken). Sharing
+    a loop this way, not in fixed shares, keeps a build steady when another
+    process holds a core: the thread that lost its core takes less."""
+    return atomic_add(counter, 0, np.int64(step))
+
+
+@njit(cache=True, inline="always")
 def best_capture(mover, opponent, seeds, flat, starts, use):
     """(best over the capturing moves whose layer is in `use` of captured -
     d(child), or NO_EXIT; the number of non-capturing moves)."""
@@ -169,6 +192,55 @@ def exit_value(mover, opponent, seeds, flat, starts, use):
     return best_capture(mover, opponent, seeds, flat, starts, use)[0]
 
 
+@njit(cache=True, inline="always")
+def child_at(captured, child_mover, child_opponent, seeds, starts):
+    """Where in `flat` (offsets `starts`) move_value reads the value of a
+    capture's child: the exit pass computes it first and reads it later."""
+    child_seeds = seeds - captured
+    return starts[child_seeds] + index.rank_packed(child_mover, child_opponent, child_seeds)
+
+
+@njit(cache=True, inline="always")
+def _exit_block(seeds, start, stop, values, counts, flat, starts, use, first, rows, where, gains, owners):
+    """The exits of ranks start..stop-1 (see exit_pass); returns the look-ups made.
+
+    The block's captures are gathered first, their children's value bytes
+    prefetched as they are found, and only then read: the misses of those
+    scattered reads in the smaller layers overlap instead of following one
+    another. The best capture is kept as best_capture keeps it.
+    """
+    mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
+    asked = 0
+    for rank in range(start, stop):
+        mask = legal_mask(mover, opponent)
+        if mask == 0:
+            if first:
+                values[rank] = pending(terminal_value(mover, opponent))
+        else:
+            children = 0
+            for house in range(ROW):
+                if mask & (1 << house):
+                    captured, child_mover, child_opponent = play(mover, opponent, house)
+                    if captured == 0:
+                        children += 1
+                    elif use[seeds - captured]:
+                        at = child_at(captured, child_mover, child_opponent, seeds, starts)
+                        prefetch(flat, at)
+                        where[asked] = at
+                        gains[asked] = captured
+                        owners[asked] = rank
+                        asked += 1
+            if first:
+                values[rank] = pending(NO_EXIT)
+                counts[rank >> 1] |= np.uint8(children << ((rank & 1) << 2))
+        ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+    for j in range(asked):
+        exit = gains[j] - np.int64(flat[where[j]])
+        if exit > pending_exit(values[owners[j]]):
+            values[owners[j]] = pending(exit)
+    return asked
+
+
 @njit(cache=True, parallel=True)
 def exit_pass(seeds, values, counts, flat, starts, use, first, rows):
     """One pass of exits over the layer, with the smaller layers marked in `use`.
@@ -176,30 +248,56 @@ def exit_pass(seeds, values, counts, flat, starts, use, first, rows):
     The first pass writes every position's pending code (terminal value, or
     its best capture into `use`) and its count of non-capturing children;
     a later one raises the pending code where a capture into `use` does
-    better. Threads own whole blocks, hence whole count bytes.
+    better. Threads take whole blocks, hence whole count bytes, as they
+    become free. Returns the look-ups made in the smaller layers.
     """
     size = values.shape[0]
     blocks = (size + BLOCK - 1) // BLOCK
-    for block in prange(blocks):
-        start = block * BLOCK
-        stop = min(size, start + BLOCK)
-        mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
-        for rank in range(start, stop):
-            if first:
-                if legal_mask(mover, opponent) == 0:
-                    values[rank] = pending(terminal_value(mover, opponent))
-                else:
-                    best, children = best_capture(mover, opponent, seeds, flat, starts, use)
-                    values[rank] = pending(best)
-                    counts[rank >> 1] |= np.uint8(children << ((rank & 1) << 2))
-            else:
-                best, children = best_capture(mover, opponent, seeds, flat, starts, use)
-                if best > pending_exit(values[rank]):
-                    values[rank] = pending(best)
-            ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+    counter = np.zeros(1, dtype=np.int64)
+    asked = np.zeros(WORK_SLOTS, dtype=np.int64)
+    where = np.empty((WORK_SLOTS, BLOCK * ROW), dtype=np.int64)
+    gains = np.empty((WORK_SLOTS, BLOCK * ROW), dtype=np.int64)
+    owners = np.empty((WORK_SLOTS, BLOCK * ROW), dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        while True:
+            block = _take(counter, 1)
+            if block >= blocks:
+                break
+            start = block * BLOCK
+            asked[slot] += _exit_block(seeds, start, min(size, start + BLOCK), values, counts, flat, starts, use, first,
+                                       rows, where[slot], gains[slot], owners[slot])
+    return asked.sum()
 
 
 RANK_BITS = 40  # an exit request names the child as layer << RANK_BITS | rank (a layer has < 2**38 positions)
+
+
+@njit(cache=True, inline="always")
+def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, gains):
+    """exit_requests for ranks first..last-1."""
+    mover, opponent = index.unrank_fast(seeds, first, rows[0], rows[1], rows[2], rows[3])
+    for rank in range(first, last):
+        local = rank - lo
+        slot = (rank - start) * ROW
+        mask = legal_mask(mover, opponent)
+        children = 0
+        for house in range(ROW):
+            keys[slot + house] = -1
+            if mask & (1 << house):
+                captured, child_mover, child_opponent = play(mover, opponent, house)
+                if captured > 0:
+                    child_seeds = seeds - captured
+                    child = index.rank_packed(child_mover, child_opponent, child_seeds)
+                    keys[slot + house] = (np.int64(child_seeds) << RANK_BITS) | child
+                    gains[slot + house] = captured
+                else:
+                    children += 1
+        if mask == 0:
+            values[local] = pending(terminal_value(mover, opponent))
+        else:
+            values[local] = pending(NO_EXIT)
+            counts[local >> 1] |= np.uint8(children << ((local & 1) << 2))
+        ok, mover, opponent = index.next_packed(mover, opponent, seeds)
 
 
 @njit(cache=True, parallel=True)
@@ -216,32 +314,14 @@ def exit_requests(seeds, lo, start, stop, values, counts, rows, keys, gains):
     none). raise_exits() then applies the answers.
     """
     blocks = (stop - start + BLOCK - 1) // BLOCK
-    for block in prange(blocks):
-        first = start + block * BLOCK
-        last = min(stop, first + BLOCK)
-        mover, opponent = index.unrank_fast(seeds, first, rows[0], rows[1], rows[2], rows[3])
-        for rank in range(first, last):
-            local = rank - lo
-            slot = (rank - start) * ROW
-            mask = legal_mask(mover, opponent)
-            children = 0
-            for house in range(ROW):
-                keys[slot + house] = -1
-                if mask & (1 << house):
-                    captured, child_mover, child_opponent = play(mover, opponent, house)
-                    if captured > 0:
-                        child_seeds = seeds - captured
-                        child = index.rank_packed(child_mover, child_opponent, child_seeds)
-                        keys[slot + house] = (np.int64(child_seeds) << RANK_BITS) | child
-                        gains[slot + house] = captured
-                    else:
-                        children += 1
-            if mask == 0:
-                values[local] = pending(terminal_value(mover, opponent))
-            else:
-                values[local] = pending(NO_EXIT)
-                counts[local >> 1] |= np.uint8(children << ((local & 1) << 2))
-            ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+    counter = np.zeros(1, dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        while True:
+            block = _take(counter, 1)
+            if block >= blocks:
+                break
+            _request_block(seeds, lo, start, start + block * BLOCK, min(stop, start + (block + 1) * BLOCK), values,
+                           counts, rows, keys, gains)
 
 
 @njit(cache=True)
@@ -296,13 +376,19 @@ def seed_stage(stage, values, counts, value_words, flags):
     blocks = flags.shape[0]
     plus = np.uint64(np.int64(pending(stage)) & 0xFF) * BYTE_ONES
     minus = np.uint64(np.int64(pending(-stage)) & 0xFF) * BYTE_ONES
-    found = np.zeros(blocks, dtype=np.int64)
-    for block in prange(blocks):
-        start = block * BLOCK
-        count = _seed_block(stage, start, min(size, start + BLOCK), values, counts, value_words, plus, minus)
-        if count:
-            flags[block] = 1
-        found[block] = count
+    counter = np.zeros(1, dtype=np.int64)
+    found = np.zeros(WORK_SLOTS, dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        while True:
+            first = _take(counter, SEED_CHUNK)
+            if first >= blocks:
+                break
+            for block in range(first, min(blocks, first + SEED_CHUNK)):
+                start = block * BLOCK
+                count = _seed_block(stage, start, min(size, start + BLOCK), values, counts, value_words, plus, minus)
+                if count:
+                    flags[block] = 1
+                found[slot] += count
     return found.sum()
 
 
@@ -380,42 +466,83 @@ def _tell(rank, child_value, stage, values, counts, next_flags):
     At -stage the predecessor is won (+stage). At +stage it has one unresolved
     child less, and with none left and an exit at most -stage it is lost
     (-stage). The compare-and-swap of the pending code makes exactly one
-    thread the resolver. Returns 1 if this call resolved the position.
+    thread the resolver. Returns the scattered accesses it made: 1 (the
+    value byte) or 2 (the value byte and the count nibble, which lie in
+    different arrays); the resolver's writes go to lines it has just read.
     """
     code = values[rank]
     if resolved(code):
-        return 0
+        return 1
     if child_value < 0:
         value = stage
     else:
         shift = (rank & 1) << 2
         old = atomic_sub(counts, rank >> 1, np.uint8(1 << shift))
         if (np.int64(old) >> shift) & CHILDREN != 1:
-            return 0
+            return 2
         code = values[rank]
         if resolved(code) or pending_exit(code) > -stage:
-            return 0
+            return 2
         value = -stage
-    if not compare_and_swap(values, rank, code, np.int8(value)):
-        return 0
-    atomic_or(counts, rank >> 1, np.uint8(FRESH << ((rank & 1) << 2)))
-    next_flags[rank // BLOCK] = 1
-    return 1
+    if compare_and_swap(values, rank, code, np.int8(value)):
+        atomic_or(counts, rank >> 1, np.uint8(FRESH << ((rank & 1) << 2)))
+        next_flags[rank // BLOCK] = 1
+    return 1 if child_value < 0 else 2
 
 
 @njit(cache=True, inline="always")
 def _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent):
     """Tell a batch of predecessors: those held here at once, the others
     (another process's slice) into `outbox` as (rank << 1) | (child lost).
-    Returns the new outbox length."""
+    Returns the new outbox length and the scattered accesses made here."""
+    accesses = 0
     for i in range(count):
         local = found[i] - lo
         if 0 <= local < values.shape[0]:
-            _tell(local, told[i], stage, values, counts, next_flags)
+            accesses += _tell(local, told[i], stage, values, counts, next_flags)
         else:
             outbox[sent] = (found[i] << 1) | (1 if told[i] < 0 else 0)
             sent += 1
-    return sent
+    return sent, accesses
+
+
+@njit(cache=True, inline="always")
+def _propagate_block(stage, seeds, lo, block, values, counts, next_flags, rows, found, told, outbox, sent, room,
+                     tally):
+    """propagate() for one block: (FRESH positions processed, new outbox length);
+    tally[0] gains the predecessors told here, tally[1] the scattered accesses."""
+    size = values.shape[0]
+    start = block * BLOCK
+    stop = min(size, start + BLOCK)
+    current = -1
+    mover = np.uint64(0)
+    opponent = np.uint64(0)
+    count = 0
+    done = 0
+    for local in range(start, stop):
+        shift = (local & 1) << 2
+        if (np.int64(counts[local >> 1]) >> shift) & FRESH == 0:
+            continue
+        if sent > room:
+            next_flags[block] = 1  # outbox full: the rest of the block next sweep
+            break
+        atomic_and(counts, local >> 1, np.uint8(~(FRESH << shift) & 0xFF))
+        done += 1
+        mover, opponent = _position_at(lo + local, current, mover, opponent, seeds, rows)
+        current = lo + local
+        value = values[local]
+        added = predecessors(mover, opponent, seeds, lo, values, counts, value > 0, found, count)
+        told[count:added] = value
+        count = added
+        if count >= BATCH:
+            tally[0] += count
+            sent, accesses = _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent)
+            tally[1] += accesses
+            count = 0
+    tally[0] += count
+    sent, accesses = _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent)
+    tally[1] += accesses
+    return done, sent
 
 
 @njit(cache=True, parallel=True)
@@ -428,53 +555,36 @@ def propagate(stage, seeds, lo, values, counts, active, next_flags, rows, scratc
     (scratch.outbox[thread, :scratch.sent[thread]]) for their owners; a
     thread whose outbox has no room for another position's predecessors
     stops its block and flags it again in `next_flags`, so nothing is lost.
-    Returns how many FRESH positions were processed. Predecessor ranks are
-    gathered (and prefetched) in batches before they are updated, so the
-    cache misses of those scattered updates overlap.
+    Returns how many FRESH positions were processed; scratch.tally[thread]
+    counts the predecessors told and the scattered accesses made.
+    Predecessor ranks are gathered (and prefetched) in batches before they
+    are updated, so the cache misses of those scattered updates overlap.
+    Threads take the active blocks one at a time as they become free.
     """
     size = values.shape[0]
-    processed = np.zeros(active.shape[0], dtype=np.int64)
+    processed = np.zeros(WORK_SLOTS, dtype=np.int64)
     capacity = scratch.outbox.shape[1]
     room = capacity - BATCH - MAX_PREDECESSORS if capacity > 0 else size * MAX_PREDECESSORS
     # Taken out of the tuple before the parallel loop: numba loses writes
     # made inside a prange through a tuple's field (found with a test).
     outboxes = scratch.outbox
     sent_counts = scratch.sent
-    for item in prange(active.shape[0]):
-        block = active[item]
-        thread = numba.get_thread_id()
-        found = scratch.found[thread]
-        told = scratch.told[thread]
-        outbox = outboxes[thread]
+    tallies = scratch.tally
+    founds = scratch.found
+    tolds = scratch.told
+    counter = np.zeros(1, dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        thread = numba.get_thread_id()  # the scratch rows are the threads' (a thread runs its slots in turn)
         sent = sent_counts[thread]
-        start = block * BLOCK
-        stop = min(size, start + BLOCK)
-        current = -1
-        mover = np.uint64(0)
-        opponent = np.uint64(0)
-        count = 0
-        done = 0
-        for local in range(start, stop):
-            shift = (local & 1) << 2
-            if (np.int64(counts[local >> 1]) >> shift) & FRESH == 0:
-                continue
-            if sent > room:
-                next_flags[block] = 1  # outbox full: the rest of the block next sweep
+        while True:
+            item = _take(counter, 1)
+            if item >= active.shape[0]:
                 break
-            atomic_and(counts, local >> 1, np.uint8(~(FRESH << shift) & 0xFF))
-            done += 1
-            mover, opponent = _position_at(lo + local, current, mover, opponent, seeds, rows)
-            current = lo + local
-            value = values[local]
-            added = predecessors(mover, opponent, seeds, lo, values, counts, value > 0, found, count)
-            told[count:added] = value
-            count = added
-            if count >= BATCH:
-                sent = _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent)
-                count = 0
-        sent = _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent)
+            done, sent = _propagate_block(stage, seeds, lo, active[item], values, counts, next_flags, rows,
+                                          founds[thread], tolds[thread], outboxes[thread], sent, room,
+                                          tallies[thread])
+            processed[slot] += done
         sent_counts[thread] = sent
-        processed[item] = done
     return processed.sum()
 
 
@@ -482,9 +592,16 @@ def propagate(stage, seeds, lo, values, counts, active, next_flags, rows, scratc
 def tell_received(stage, lo, updates, values, counts, next_flags):
     """Apply updates from other processes: each is (rank << 1) | (child
     lost), for a rank of this slice, as _tell would have applied it here."""
-    for i in prange(updates.shape[0]):
-        update = updates[i]
-        _tell((update >> 1) - lo, -stage if update & 1 else stage, stage, values, counts, next_flags)
+    total = updates.shape[0]
+    counter = np.zeros(1, dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        while True:
+            first = _take(counter, RANK_CHUNK)
+            if first >= total:
+                break
+            for i in range(first, min(total, first + RANK_CHUNK)):
+                update = updates[i]
+                _tell((update >> 1) - lo, -stage if update & 1 else stage, stage, values, counts, next_flags)
 
 
 @njit(cache=True, parallel=True)
@@ -492,19 +609,22 @@ def propagate_graph(stage, values, counts, active, next_flags, first, parents):
     """propagate() on an explicit graph: the predecessors of node i are
     parents[first[i]:first[i + 1]] instead of un-sown positions."""
     size = values.shape[0]
-    processed = np.zeros(active.shape[0], dtype=np.int64)
-    for item in prange(active.shape[0]):
-        start = active[item] * BLOCK
-        done = 0
-        for node in range(start, min(size, start + BLOCK)):
-            shift = (node & 1) << 2
-            if (np.int64(counts[node >> 1]) >> shift) & FRESH == 0:
-                continue
-            atomic_and(counts, node >> 1, np.uint8(~(FRESH << shift) & 0xFF))
-            done += 1
-            for edge in range(first[node], first[node + 1]):
-                _tell(parents[edge], values[node], stage, values, counts, next_flags)
-        processed[item] = done
+    processed = np.zeros(WORK_SLOTS, dtype=np.int64)
+    counter = np.zeros(1, dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        while True:
+            item = _take(counter, 1)
+            if item >= active.shape[0]:
+                break
+            start = active[item] * BLOCK
+            for node in range(start, min(size, start + BLOCK)):
+                shift = (node & 1) << 2
+                if (np.int64(counts[node >> 1]) >> shift) & FRESH == 0:
+                    continue
+                atomic_and(counts, node >> 1, np.uint8(~(FRESH << shift) & 0xFF))
+                processed[slot] += 1
+                for edge in range(first[node], first[node + 1]):
+                    _tell(parents[edge], values[node], stage, values, counts, next_flags)
     return processed.sum()
 
 
@@ -519,9 +639,40 @@ def graph_state(exits, children, values, counts):
 @njit(cache=True, parallel=True)
 def settle_endless(values):
     """What no stage resolved is endless play: value 0."""
-    for rank in prange(values.shape[0]):
-        if not resolved(values[rank]):
-            values[rank] = 0
+    size = values.shape[0]
+    counter = np.zeros(1, dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        while True:
+            first = _take(counter, RANK_CHUNK)
+            if first >= size:
+                break
+            for rank in range(first, min(size, first + RANK_CHUNK)):
+                if not resolved(values[rank]):
+                    values[rank] = 0
+
+
+@njit(cache=True, inline="always")
+def _check_block(seeds, block, values, flat, starts, rows, use, bad, counts):
+    """bellman_mismatches for one block."""
+    size = values.shape[0]
+    start = block * BLOCK
+    stop = min(size, start + BLOCK)
+    mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
+    for rank in range(start, stop):
+        best = np.int64(exit_value(mover, opponent, seeds, flat, starts, use))
+        mask = legal_mask(mover, opponent)
+        for house in range(ROW):
+            if mask & (1 << house):
+                captured, child_mover, child_opponent = play(mover, opponent, house)
+                if captured == 0:
+                    value = -np.int64(values[index.rank_packed(child_mover, child_opponent, seeds)])
+                    if value > best:
+                        best = value
+        if best != values[rank]:
+            counts[block] += 1
+            if bad[block] < 0:
+                bad[block] = rank
+        ok, mover, opponent = index.next_packed(mover, opponent, seeds)
 
 
 @njit(cache=True, parallel=True, nogil=True)  # nogil: `awele verify` can be stopped with Ctrl-C
@@ -536,42 +687,32 @@ def bellman_mismatches(seeds, values, flat, starts, rows, limit):
     bad = np.full(blocks, -1, dtype=np.int64)
     counts = np.zeros(blocks, dtype=np.int64)
     use = np.ones(seeds + 1, dtype=np.bool_)
-    for block in prange(blocks):
-        start = block * BLOCK
-        stop = min(size, start + BLOCK)
-        mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
-        for rank in range(start, stop):
-            best = np.int64(exit_value(mover, opponent, seeds, flat, starts, use))
-            mask = legal_mask(mover, opponent)
-            for house in range(ROW):
-                if mask & (1 << house):
-                    captured, child_mover, child_opponent = play(mover, opponent, house)
-                    if captured == 0:
-                        value = -np.int64(values[index.rank_packed(child_mover, child_opponent, seeds)])
-                        if value > best:
-                            best = value
-            if best != values[rank]:
-                counts[block] += 1
-                if bad[block] < 0:
-                    bad[block] = rank
-            ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+    counter = np.zeros(1, dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        while True:
+            block = _take(counter, 1)
+            if block >= blocks:
+                break
+            _check_block(seeds, block, values, flat, starts, rows, use, bad, counts)
     found = bad[bad >= 0]
     return counts.sum(), found[:limit]
 
 
-Scratch = namedtuple("Scratch", "found told outbox sent")
+Scratch = namedtuple("Scratch", "found told outbox sent tally")
 
 
 def make_scratch(threads, outbox=0):
     """Per-thread batch buffers, allocated once per layer rather than per
     block, with outboxes of `outbox` updates each for other processes' ranks
-    (none when one process holds the whole layer)."""
+    (none when one process holds the whole layer), and each thread's tally
+    of predecessors told and scattered accesses made."""
     outbox = outbox and outbox + BATCH + MAX_PREDECESSORS
     return Scratch(
         np.empty((threads, BATCH + MAX_PREDECESSORS), dtype=np.int64),
         np.empty((threads, BATCH + MAX_PREDECESSORS), dtype=np.int8),
         np.empty((threads, outbox), dtype=np.int64),
         np.zeros(threads, dtype=np.int64),
+        np.zeros((threads, 2), dtype=np.int64),
     )
 
 
@@ -618,15 +759,19 @@ def run_stages(seeds, values, value_words, counts, sweep, progress=None, first_s
     codes = byte_histogram(values)
     seed_seconds = 0.0
     stages = []
-    # Each sweep runs over the list of flagged blocks only, split evenly
-    # between the threads (static scheduling: numba's dynamic chunks cost
-    # more in scheduling than they save in balance here).
+    # The kernels share their work through a counter (_take), one loop
+    # iteration a thread: numba must not cut that loop into chunks itself.
+    # A sweep over a few blocks, or a scan of a small layer, runs on one
+    # thread: starting the others would cost more than it saves, and much
+    # more when a busy core makes every parallel loop wait for a time slice.
     previous_chunk = numba.set_parallel_chunksize(0)
+    small = values.shape[0] < SERIAL_SIZE
     try:
         for stage in range(seeds if first_stage is None else first_stage, 0, -1):
             tick = time.perf_counter()
             if codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF]:
-                seed_stage(stage, values, counts, value_words, flags)
+                with thread_count(1 if small else None):
+                    seed_stage(stage, values, counts, value_words, flags)
             seed_seconds += time.perf_counter() - tick
             found = 0
             sweeps = 0
@@ -636,14 +781,16 @@ def run_stages(seeds, values, value_words, counts, sweep, progress=None, first_s
                 if (active.shape[0] if everywhere is None else everywhere(active.shape[0])) == 0:
                     break
                 flags[active] = 0
-                found += int(sweep(stage, active, next_flags))
+                with thread_count(1 if active.shape[0] <= SERIAL_BLOCKS else None):
+                    found += int(sweep(stage, active, next_flags))
                 flags, next_flags = next_flags, flags
             stages.append(StageReport(stage, found, sweeps))
             if after_stage:
                 after_stage(stage)
             if progress:
                 progress(f"stage {stage}", (seeds - stage + 1) / seeds)
-        settle_endless(values)
+        with thread_count(1 if small else None):
+            settle_endless(values)
     finally:
         numba.set_parallel_chunksize(previous_chunk)
     return stages, seed_seconds
@@ -699,6 +846,7 @@ class LayerSolver:
         self.done = set()
         self.exit_seconds = 0.0
         self.passes = 0
+        self.exit_lookups = 0
 
     @property
     def working_bytes(self):
@@ -715,8 +863,9 @@ class LayerSolver:
         use = np.zeros(index.MAX_SEEDS + 1, dtype=np.bool_)
         use[layers] = True
         started = time.perf_counter()
-        exit_pass(self.seeds, self.values, self.counts, self.store.flat, self.store.starts, use,
-                  self.passes == 0, self.rows)
+        with thread_count(1 if self.size < SERIAL_SIZE else None):
+            self.exit_lookups += int(exit_pass(self.seeds, self.values, self.counts, self.store.flat,
+                                               self.store.starts, use, self.passes == 0, self.rows))
         self.exit_seconds += time.perf_counter() - started
         self.passes += 1
         self.done.update(layers)
@@ -749,6 +898,12 @@ class LayerSolver:
             "stage_seconds": stage_seconds,
             "stages": [(s.stage, s.resolved, s.sweeps) for s in stages],
             "working_bytes": working,
+            # Scattered accesses, counted by the kernels: a value read in a smaller
+            # layer per capture, and a value byte (plus a count nibble) per
+            # predecessor told.
+            "exit_lookups": self.exit_lookups,
+            "predecessors_told": int(scratch.tally[:, 0].sum()),
+            "stage_accesses": int(scratch.tally[:, 1].sum()),
         }
 
 

@@ -14,7 +14,9 @@ from click.testing import CliRunner
 from solver import build, index, retrograde, tables
 from solver.cli import cli
 from solver.errors import CorruptTableError, MissingTableError, TableMismatchError
+from solver.layers import LayerStore
 
+from naive import naive_legal_moves, naive_play
 from naive_solver import naive_solve
 
 NAIVE_LAYERS = 8
@@ -46,6 +48,33 @@ def test_one_and_two_threads_give_the_same_layer():
     lower_one = retrograde.solve_up_to(11, threads=1)
     lower_two = retrograde.solve_up_to(11, threads=2)
     assert all(np.array_equal(lower_one.layer(n), lower_two.layer(n)) for n in range(12))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_kernels_count_the_scattered_accesses_they_make(threads):
+    # Layer 8 is above SERIAL_SIZE, so with two threads its exit pass is shared.
+    store = LayerStore(8)
+    for seeds in range(8):
+        retrograde.solve_layer(seeds, store)
+    values, stats = retrograde.solve_layer(8, store, threads=threads)
+    captures = told = lost_child = 0
+    for board in index.layer_boards(8, 0, index.layer_size(8)):
+        board = [int(x) for x in board]
+        for house in naive_legal_moves(board):
+            captured, child = naive_play(board, house)
+            if captured:
+                captures += 1
+                continue
+            # Every non-capturing edge into a child resolved in a stage (d != 0) is told once.
+            child_value = values[index.rank_board(np.array(child, dtype=np.uint8), 8)]
+            if child_value != 0:
+                told += 1
+                lost_child += child_value > 0
+    assert stats["exit_lookups"] == captures
+    assert stats["predecessors_told"] == told
+    # A value byte per tell, and a count nibble when the child was won (unless
+    # the predecessor was already resolved): between the two bounds.
+    assert told <= stats["stage_accesses"] <= told + lost_child
 
 
 @pytest.mark.parametrize("seeds", range(13))
