@@ -165,6 +165,9 @@ class AweleEngine:
 
         try:
             self.searcher = Searcher(self.tablebase, **self.made)
+            # The first search clears the transposition table (its memory's first
+            # touch): done before the game, off the clock.
+            self.searcher.search(Position.initial(), depth=1, cycles=self.searched.get("cycles", "own"))
         except (AweleError, TypeError, ValueError) as error:
             raise MatchError(f"engine {self.spec!r}: {error}") from None
 
