@@ -276,7 +276,8 @@ class UciEngine:
         self._searcher_key = None
         self._tablebase = None
         self._tablebase_key = None
-        self._thinking = None  # the search thread while one runs
+        self._thinking = None  # the search thread of the last go
+        self._busy = threading.Event()  # set from go until its bestmove is said
         self._stop = threading.Event()  # stop (or ponderhit) asked for the search in progress
         self.debug = False
 
@@ -335,7 +336,9 @@ class UciEngine:
         return True
 
     def searching(self) -> bool:
-        return self._thinking is not None and self._thinking.is_alive()
+        """Whether a go has not said its bestmove yet (the GUI may send the next
+        position as soon as it has, even before the search thread has ended)."""
+        return self._busy.is_set()
 
     # Commands --------------------------------------------------------------------
 
@@ -358,7 +361,13 @@ class UciEngine:
         if self.searching():
             raise UciError("a search is running; send stop first")
         self.game = Game()
-        self._searcher_key = None  # a fresh transposition table for the new game
+        # A fresh transposition table for the new game, made now rather than on
+        # the clock of the first go (the tables read stay in memory).
+        self._searcher_key = None
+        try:
+            self._ensure_searcher()
+        except AweleError as error:
+            self.log(f"not ready to search: {error}")
 
     def _debug(self, arguments):
         self.debug = arguments[:1] != ["off"]
@@ -386,6 +395,7 @@ class UciEngine:
         game = Game(self.game.start)
         for move in self.game.moves:
             game.play(move)
+        self._busy.set()
         self._thinking = threading.Thread(target=self._think, args=(game, limits), daemon=True)
         self._thinking.start()
 
@@ -537,11 +547,13 @@ class UciEngine:
         if limits.infinite:
             self._stop.wait()  # UCI: no bestmove before stop in an infinite search
         if answer.move is None:
-            self.say(f"bestmove {NULL_MOVE}")
+            said = f"bestmove {NULL_MOVE}"
         elif len(answer.line) > 1:
-            self.say(f"bestmove {answer.move} ponder {answer.line[1]}")
+            said = f"bestmove {answer.move} ponder {answer.line[1]}"
         else:
-            self.say(f"bestmove {answer.move}")
+            said = f"bestmove {answer.move}"
+        self._busy.clear()  # before the answer: the GUI's next command may follow it at once
+        self.say(said)
 
     def _answer(self, game, limits, started):
         searcher = self._ensure_searcher()

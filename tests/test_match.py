@@ -213,3 +213,12 @@ def test_bad_arguments_are_one_line_with_status_2(no_tables, capsys):
 def test_the_dialect_diagram_lists_houses_stores_and_side():
     position = Position.from_string("1-2-3-4-5-6/0-0-0-0-0-1 N 10:16")
     assert match.dialect_diagram(position) == "1-2-3-4-5-6-0-0-0-0-0-1-10-16-N"
+
+
+def test_awele_against_awele_over_the_protocol(no_tables):
+    protocol = f"uci:{sys.executable} -m solver uci --dir {no_tables}"
+    records = match.run_match(tiny(2, no_tables), protocol, ["1. F b"], movetime=0.2, max_plies=16, grace=30)
+    for r in records:
+        game = replayed(r)
+        assert "forfeits" not in r.termination, r.termination
+        assert r.plies == len(game.moves) == 16 or game.is_over()
