@@ -64,3 +64,8 @@ class InvalidArgumentError(AweleError, ValueError):
 class SearchError(AweleError, ValueError):
     """A search was asked for something it cannot do (bad limits or mode, a
     transposition table larger than the memory there is)."""
+
+
+class EvaluationError(AweleError, ValueError):
+    """Evaluation weights that cannot be used: a missing or damaged weights
+    file, another version, or a fit asked for without the tables it needs."""

@@ -1,0 +1,471 @@
+"""An evaluation of positions above the tables, learned from the tables' exact values.
+
+>>> weights = load_weights()
+>>> mover, opponent = Position.initial().packed()
+>>> estimate = evaluate(mover, opponent, weights)
+>>> -48 <= estimate <= 48
+True
+
+A horizon leaf of the search gets an estimate of d, the seeds the mover will
+capture from here minus the opponent's (RULES.md), instead of 0. The estimate
+is a weighted sum of a few features of the two row words::
+
+    d ~ sum_k f_k * (w_k + v_k * n / 48)
+
+where n is the number of seeds on the board: each weight may change linearly
+with n (v = 0 for a flat model), so that what is learned on the layers that
+have tables says something about the fuller boards above them. The result is
+rounded and clipped to [-n, n], the values a position of n seeds can have.
+
+The weights are fitted by least squares to exact values of positions from
+games (random playouts biased to sensible moves, from varied openings), kept
+where their seed count has a table, and measured on held-out layers above
+the fitted ones, against the 0 leaf: see :func:`fit`. The shipped weights live
+in ``solver/data/evaluation-v1.json``; ``awele fit-evaluation`` refits them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from . import index
+from .errors import EvaluationError
+from .position import Position  # noqa: F401 (the doctest)
+from .rules import ROW, house_seeds, legal_mask, pack, play, row_seeds
+
+WEIGHTS_VERSION = 1
+WEIGHTS_FILE = f"evaluation-v{WEIGHTS_VERSION}.json"
+SCALE_SEEDS = 48  # n / SCALE_SEEDS multiplies the second row of weights
+LAP_SEEDS = 12  # a house with this many seeds sows round the whole board
+
+# The features, in the order the kernel computes them ("mover": the side to
+# move; a capture "threat" is the most seeds one move captures, the
+# opponent's as if it were his turn now).
+FEATURES = (
+    "constant",
+    "seeds on board",
+    "seeds on mover's side minus opponent's",
+    "mover's empty houses",
+    "opponent's empty houses",
+    "mover's houses of 1-2 seeds",
+    "opponent's houses of 1-2 seeds",
+    "mover's houses of 12+ seeds",
+    "opponent's houses of 12+ seeds",
+    "mover's capture threat",
+    "opponent's capture threat",
+    "mover's legal moves",
+    "opponent's legal moves",
+)
+FEATURE_COUNT = len(FEATURES)
+
+
+# Kernels ---------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _row_shape(word):
+    """(empty houses, houses of 1-2 seeds, houses of 12+ seeds) of one row word."""
+    empty = 0
+    low = 0
+    laps = 0
+    for lane in range(ROW):
+        seeds = house_seeds(word, lane)
+        if seeds == 0:
+            empty += 1
+        elif seeds <= 2:
+            low += 1
+        elif seeds >= LAP_SEEDS:
+            laps += 1
+    return empty, low, laps
+
+
+@njit(cache=True, inline="always")
+def _threat(mover, opponent):
+    """(most seeds one legal move of the mover captures, number of legal moves)."""
+    mask = legal_mask(mover, opponent)
+    best = 0
+    moves = 0
+    for house in range(ROW):
+        if mask & (1 << house):
+            moves += 1
+            captured = play(mover, opponent, house)[0]
+            if captured > best:
+                best = captured
+    return best, moves
+
+
+@njit(cache=True, inline="always")
+def _features(mover, opponent):
+    """The FEATURES of a packed position, as a tuple of ints (see FEATURES)."""
+    mover_seeds = row_seeds(mover)
+    opponent_seeds = row_seeds(opponent)
+    mover_empty, mover_low, mover_laps = _row_shape(mover)
+    opponent_empty, opponent_low, opponent_laps = _row_shape(opponent)
+    mover_threat, mover_moves = _threat(mover, opponent)
+    opponent_threat, opponent_moves = _threat(opponent, mover)
+    return (
+        1,
+        mover_seeds + opponent_seeds,
+        mover_seeds - opponent_seeds,
+        mover_empty,
+        opponent_empty,
+        mover_low,
+        opponent_low,
+        mover_laps,
+        opponent_laps,
+        mover_threat,
+        opponent_threat,
+        mover_moves,
+        opponent_moves,
+    )
+
+
+@njit(cache=True)
+def features(mover, opponent):
+    """The FEATURES of a packed position as a float64 array."""
+    values = _features(mover, opponent)
+    out = np.empty(FEATURE_COUNT, np.float64)
+    for k in range(FEATURE_COUNT):
+        out[k] = values[k]
+    return out
+
+
+@njit(cache=True, inline="always")
+def evaluate(mover, opponent, weights):
+    """Estimated d of a packed position that is not over: the weighted
+    features (weights: the 2 * FEATURE_COUNT floats of load_weights), rounded
+    and clipped to [-n, n]."""
+    values = _features(mover, opponent)
+    seeds = values[1]
+    scale = seeds / SCALE_SEEDS
+    total = 0.0
+    for k in range(FEATURE_COUNT):
+        total += values[k] * (weights[k] + weights[FEATURE_COUNT + k] * scale)
+    estimate = np.int64(np.floor(total + 0.5))
+    if estimate > seeds:
+        return np.int64(seeds)
+    if estimate < -seeds:
+        return np.int64(-seeds)
+    return estimate
+
+
+@njit(cache=True)
+def _board_features(boards, out):
+    """out[i] = features of boards[i] (mover view)."""
+    for i in range(boards.shape[0]):
+        mover, opponent = pack(boards[i])
+        out[i] = features(mover, opponent)
+
+
+@njit(cache=True)
+def _board_estimates(boards, weights, out):
+    """out[i] = evaluate(boards[i]) (mover view)."""
+    for i in range(boards.shape[0]):
+        mover, opponent = pack(boards[i])
+        out[i] = evaluate(mover, opponent, weights)
+
+
+def board_features(boards: np.ndarray) -> np.ndarray:
+    """The (N, FEATURE_COUNT) features of an (N, 12) array of mover-view boards."""
+    boards = np.ascontiguousarray(boards, dtype=np.uint8)
+    out = np.empty((boards.shape[0], FEATURE_COUNT), np.float64)
+    _board_features(boards, out)
+    return out
+
+
+def board_estimates(boards: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """evaluate() of each row of an (N, 12) array of mover-view boards."""
+    boards = np.ascontiguousarray(boards, dtype=np.uint8)
+    out = np.empty(boards.shape[0], np.int64)
+    _board_estimates(boards, np.ascontiguousarray(weights, dtype=np.float64), out)
+    return out
+
+
+# Weights file ----------------------------------------------------------------------
+
+
+def default_weights_path() -> str:
+    """The weights shipped with the package (solver/data/evaluation-v1.json)."""
+    return str(resources.files("solver") / "data" / WEIGHTS_FILE)
+
+
+def load_weights(path: str | os.PathLike | None = None) -> np.ndarray:
+    """The 2 * FEATURE_COUNT weights of a weights file (default: the shipped one).
+
+    Raises EvaluationError when the file is missing, unreadable, of another
+    version or made for other features.
+    """
+    path = path or default_weights_path()
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise EvaluationError(f"cannot read the evaluation weights {path}: {error}") from None
+    if not isinstance(data, dict) or data.get("version") != WEIGHTS_VERSION:
+        found = data.get("version") if isinstance(data, dict) else None
+        raise EvaluationError(f"{path}: evaluation weights version {found!r}, this awele reads {WEIGHTS_VERSION}")
+    if data.get("features") != list(FEATURES):
+        raise EvaluationError(f"{path}: the weights were fitted to other features than this awele computes")
+    try:
+        weights = np.array([data["flat"], data["per_seed"]], dtype=np.float64).reshape(-1)
+    except (KeyError, TypeError, ValueError):
+        raise EvaluationError(f"{path}: 'flat' and 'per_seed' must be lists of {FEATURE_COUNT} numbers") from None
+    if weights.shape != (2 * FEATURE_COUNT,) or not np.all(np.isfinite(weights)):
+        raise EvaluationError(f"{path}: 'flat' and 'per_seed' must be lists of {FEATURE_COUNT} finite numbers")
+    return weights
+
+
+def save_weights(path: str | os.PathLike, weights: np.ndarray, report: dict[str, Any] | None = None) -> None:
+    """Write weights (and the fit report that produced them) as a weights file."""
+    weights = np.asarray(weights, dtype=np.float64).reshape(2, FEATURE_COUNT)
+    data = {
+        "version": WEIGHTS_VERSION,
+        "features": list(FEATURES),
+        "scale_seeds": SCALE_SEEDS,
+        "flat": [round(float(w), 6) for w in weights[0]],
+        "per_seed": [round(float(w), 6) for w in weights[1]],
+        "fit": report or {},
+    }
+    temporary = f"{path}.tmp"
+    with open(temporary, "w") as handle:
+        json.dump(data, handle, indent=1)
+        handle.write("\n")
+    os.replace(temporary, path)
+
+
+# Positions where play goes ---------------------------------------------------------
+
+OPENING = np.uint64(0x040404040404)  # four seeds in each house of a row
+WIN_SEEDS = 25
+
+
+@njit(cache=True)
+def _choose(mover, opponent, mask, random_share):
+    """A move of a playout: at random with probability `random_share`, else
+    the one that best trades the seeds it captures against the best reply
+    capture (ties broken at random)."""
+    if np.random.random() < random_share:
+        pick = np.random.randint(0, ROW)
+        while not mask & (1 << pick):
+            pick = (pick + 1) % ROW
+        return pick
+    best = -1000
+    choice = -1
+    ties = 0
+    for house in range(ROW):
+        if mask & (1 << house):
+            captured, child_mover, child_opponent = play(mover, opponent, house)
+            score = captured - _threat(child_mover, child_opponent)[0]
+            if score > best:
+                best, choice, ties = score, house, 1
+            elif score == best:
+                ties += 1
+                if np.random.randint(0, ties) == 0:
+                    choice = house
+    return choice
+
+
+@njit(cache=True)
+def _playouts(games, seed, opening_plies, random_share, max_plies, out):
+    """Play `games` games from the opening and write every position met (mover
+    view, before the game is over) into out; returns how many.
+
+    Each game opens with 1..opening_plies random moves, then plays _choose
+    with a share of random moves drawn in [0, 2 * random_share], and stops
+    when the game is over (rules 5 and 6, 25 seeds, 24-24) or after
+    max_plies plies.
+    """
+    np.random.seed(seed)
+    count = 0
+    for _ in range(games):
+        mover = OPENING
+        opponent = OPENING
+        mover_store = 0
+        opponent_store = 0
+        opening = 1 + np.random.randint(0, opening_plies)
+        share = 2.0 * random_share * np.random.random()
+        for ply in range(max_plies):
+            mask = legal_mask(mover, opponent)
+            if mask == 0 or mover_store >= WIN_SEEDS or opponent_store >= WIN_SEEDS:
+                break
+            if mover_store == WIN_SEEDS - 1 and opponent_store == WIN_SEEDS - 1:
+                break
+            for lane in range(ROW):
+                out[count, lane] = house_seeds(mover, lane)
+                out[count, ROW + lane] = house_seeds(opponent, lane)
+            count += 1
+            house = _choose(mover, opponent, mask, 1.0 if ply < opening else share)
+            captured, child_mover, child_opponent = play(mover, opponent, house)
+            mover, opponent = child_mover, child_opponent
+            mover_store, opponent_store = opponent_store, mover_store + captured
+    return count
+
+
+def game_positions(games: int, seed: int = 1, opening_plies: int = 8, random_share: float = 0.15,
+                   max_plies: int = 300) -> np.ndarray:
+    """Distinct mover-view boards (N, 12) met in `games` playouts (see _playouts)."""
+    out = np.empty((games * max_plies, 12), np.uint8)
+    count = _playouts(games, seed, opening_plies, random_share, max_plies, out)
+    boards = np.ascontiguousarray(out[:count])
+    return np.unique(boards.view(np.dtype((np.void, 12))).ravel()).view(np.uint8).reshape(-1, 12)
+
+
+# Fitting ---------------------------------------------------------------------------
+
+
+def _design(feature_rows, per_seed):
+    """Least-squares design matrix: the features, and the features times
+    n / SCALE_SEEDS when the weights may change with the seeds on board."""
+    if not per_seed:
+        return feature_rows
+    return np.hstack([feature_rows, feature_rows * (feature_rows[:, 1:2] / SCALE_SEEDS)])
+
+
+def _scores(values, estimates):
+    """RMSE and sign agreement of estimates against exact values."""
+    values = values.astype(np.float64)
+    estimates = estimates.astype(np.float64)
+    return (float(np.sqrt(np.mean((estimates - values) ** 2))),
+            float(np.mean(np.sign(estimates) == np.sign(values))))
+
+
+def _layer_report(seeds, values, estimates):
+    rmse, sign = _scores(values, estimates)
+    zero_rmse, zero_sign = _scores(values, np.zeros_like(values))
+    return {"seeds": int(seeds), "positions": int(values.shape[0]), "rmse": round(rmse, 4),
+            "zero_rmse": round(zero_rmse, 4), "sign_agreement": round(sign, 4),
+            "zero_sign_agreement": round(zero_sign, 4)}
+
+
+def _pooled(rows):
+    """Position-weighted means of the per-layer figures."""
+    total = sum(row["positions"] for row in rows)
+    if not total:
+        return {"positions": 0}
+    pooled: dict[str, Any] = {"positions": total}
+    for key in ("rmse", "zero_rmse"):
+        pooled[key] = round(float(np.sqrt(sum(row[key] ** 2 * row["positions"] for row in rows) / total)), 4)
+    for key in ("sign_agreement", "zero_sign_agreement"):
+        pooled[key] = round(sum(row[key] * row["positions"] for row in rows) / total, 4)
+    return pooled
+
+
+def valued_positions(directory: str | os.PathLike, boards: np.ndarray, layers: list[int],
+                     per_layer: int, seed: int = 1) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """{seeds: (boards, exact values)}: at most `per_layer` of `boards` per
+    layer in `layers` (drawn at random), positions in the index and not over,
+    valued from the tables of `directory`, one layer in memory at a time."""
+    from .probe import Tablebase  # h5py only when fitting
+
+    seeds = boards.sum(axis=1, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    found = {}
+    for layer in sorted(layers):
+        chosen = boards[seeds == layer]
+        keep = np.array([index.packed_in_index(pack(b)[1]) and legal_mask(*pack(b)) != 0 for b in chosen],
+                        dtype=bool)
+        chosen = chosen[keep] if chosen.shape[0] else chosen
+        if chosen.shape[0] > per_layer:
+            chosen = chosen[np.sort(rng.choice(chosen.shape[0], per_layer, replace=False))]
+        if chosen.shape[0] == 0:
+            continue
+        with Tablebase(directory) as tablebase:  # read this layer, then give its memory back
+            values = tablebase.values(chosen).astype(np.int64)
+        found[layer] = (chosen, values)
+    return found
+
+
+def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: list[int], games: int = 20_000,
+        per_layer: int = 200_000, per_seed: bool = True, seed: int = 1,
+        progress: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Fit the evaluation weights to exact values of `fit_layers` and measure
+    them on `holdout_layers` (layers above the fit: extrapolation upward).
+
+    Positions come from `games` playouts (game_positions), at most
+    `per_layer` per layer; every fitted layer weighs the same in the least
+    squares. Returns (weights, report): the report gives, per layer and
+    pooled over the held-out layers, the RMSE and the sign agreement of the
+    estimates (rounded and clipped, as the search uses them) against the
+    exact values, next to those of the 0 leaf.
+    """
+    from .tables import built_layers
+
+    fit_layers = sorted(set(int(n) for n in fit_layers))
+    holdout_layers = sorted(set(int(n) for n in holdout_layers))
+    if not fit_layers:
+        raise EvaluationError("no layers to fit on")
+    if set(fit_layers) & set(holdout_layers):
+        raise EvaluationError("a held-out layer cannot also be fitted on")
+    built = set(built_layers(directory))
+    missing = [n for n in fit_layers + holdout_layers if n not in built]
+    if missing:
+        raise EvaluationError(f"layers {missing} are not built in {directory}")
+    if games < 1 or per_layer < 1:
+        raise EvaluationError("games and per_layer must be positive")
+
+    say = progress or (lambda text: None)
+    boards = game_positions(games, seed)
+    say(f"{boards.shape[0]:,} distinct positions from {games:,} playouts")
+    valued = {}
+    for layer in fit_layers + holdout_layers:
+        valued.update(valued_positions(directory, boards, [layer], per_layer, seed))
+        if layer in valued:
+            say(f"layer {layer}: {valued[layer][0].shape[0]:,} positions valued")
+    fitted = [n for n in fit_layers if n in valued]
+    if not fitted:
+        raise EvaluationError(f"no playout position has {fit_layers} seeds: play more games")
+
+    rows, targets, row_weights = [], [], []
+    for layer in fitted:
+        layer_boards, values = valued[layer]
+        rows.append(_design(board_features(layer_boards), per_seed))
+        targets.append(values.astype(np.float64))
+        row_weights.append(np.full(values.shape[0], 1.0 / np.sqrt(values.shape[0])))
+    design = np.vstack(rows)
+    target = np.concatenate(targets)
+    scale = np.concatenate(row_weights)
+    solution = np.linalg.lstsq(design * scale[:, None], target * scale, rcond=None)[0]
+    weights = np.zeros(2 * FEATURE_COUNT)
+    weights[: solution.shape[0]] = solution
+
+    def report_rows(layers):
+        return [_layer_report(n, valued[n][1], board_estimates(valued[n][0], weights)) for n in layers if n in valued]
+
+    report = {
+        "games": games,
+        "per_layer": per_layer,
+        "per_seed": per_seed,
+        "seed": seed,
+        "fit_layers": fitted,
+        "holdout_layers": [n for n in holdout_layers if n in valued],
+        "fit": report_rows(fitted),
+        "holdout": report_rows(holdout_layers),
+    }
+    report["holdout_pooled"] = _pooled(report["holdout"])
+    report["fit_pooled"] = _pooled(report["fit"])
+    return weights, report
+
+
+def default_layers(directory: str | os.PathLike, holdout: int = 2, lowest: int = 8) -> tuple[list[int], list[int]]:
+    """(fit layers, held-out layers) from the tables of `directory`: the top
+    `holdout` consecutive layers held out, the ones from `lowest` below them fitted."""
+    from .tables import built_layers
+
+    built = set(built_layers(directory))
+    top = -1
+    while top + 1 in built:  # the layers above a gap cannot be valued (captures land in it)
+        top += 1
+    consecutive = list(range(top + 1))
+    if len(consecutive) <= holdout:
+        raise EvaluationError(f"{directory} has tables of 0..{top} seeds: too few to fit and hold out {holdout}")
+    held = consecutive[-holdout:] if holdout else []
+    fitted = [n for n in consecutive[: len(consecutive) - holdout] if n >= lowest]
+    if not fitted:
+        raise EvaluationError(f"{directory} has no layer from {lowest} seeds below the held-out {held}")
+    return fitted, held

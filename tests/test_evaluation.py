@@ -1,0 +1,202 @@
+"""The learned evaluation: its feature kernel against a naive version, its
+bounds, the weights file, the fit on tiny tables, and the search with it."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solver import Position
+from solver.cli import cli
+from solver.errors import EvaluationError, SearchError
+from solver.evaluation import (
+    FEATURE_COUNT,
+    FEATURES,
+    WEIGHTS_VERSION,
+    board_estimates,
+    board_features,
+    default_layers,
+    evaluate,
+    features,
+    fit,
+    game_positions,
+    load_weights,
+    save_weights,
+)
+from solver.probe import Tablebase
+from solver.rules import pack
+from solver.search import Searcher
+
+from naive import naive_legal_moves, naive_play
+
+FIT_LAYERS = list(range(4, 11))
+HOLDOUT_LAYERS = [11, 12]
+
+
+def naive_features(board):
+    """FEATURES of a mover-view board, straight from their names."""
+    board = [int(seeds) for seeds in board]
+    mover, opponent = board[:6], board[6:]
+    flipped = opponent + mover
+
+    def threat(seen_board):
+        moves = naive_legal_moves(seen_board)
+        return max([naive_play(seen_board, house)[0] for house in moves], default=0), len(moves)
+
+    mover_threat, mover_moves = threat(board)
+    opponent_threat, opponent_moves = threat(flipped)
+    return [
+        1,
+        sum(board),
+        sum(mover) - sum(opponent),
+        mover.count(0),
+        opponent.count(0),
+        sum(1 for seeds in mover if 1 <= seeds <= 2),
+        sum(1 for seeds in opponent if 1 <= seeds <= 2),
+        sum(1 for seeds in mover if seeds >= 12),
+        sum(1 for seeds in opponent if seeds >= 12),
+        mover_threat,
+        opponent_threat,
+        mover_moves,
+        opponent_moves,
+    ]
+
+
+def boards_of(total):
+    """Boards of 12 houses with at most `total` seeds, skewed to the small counts play meets."""
+    house = st.one_of(st.integers(0, 4), st.integers(0, 30))
+    return st.lists(house, min_size=12, max_size=12).filter(lambda board: sum(board) <= total)
+
+
+@settings(max_examples=300, deadline=None)
+@given(boards_of(48))
+def test_features_match_the_naive_version(board):
+    mover, opponent = pack(np.array(board, dtype=np.uint8))
+    assert features(mover, opponent).tolist() == naive_features(board)
+
+
+def test_board_features_match_features_one_by_one():
+    boards = game_positions(20, seed=3)[:500]
+    rows = board_features(boards)
+    for board, row in zip(boards, rows):
+        assert row.tolist() == naive_features(board)
+
+
+@settings(max_examples=300, deadline=None)
+@given(boards_of(48), st.lists(st.floats(-50, 50), min_size=2 * FEATURE_COUNT, max_size=2 * FEATURE_COUNT))
+def test_evaluate_is_a_rounded_weighted_sum_within_the_seeds(board, weights):
+    weights = np.array(weights)
+    mover, opponent = pack(np.array(board, dtype=np.uint8))
+    seeds = sum(board)
+    estimate = evaluate(mover, opponent, weights)
+    assert -seeds <= estimate <= seeds
+    f = np.array(naive_features(board), dtype=float)
+    exact = float(f @ weights[:FEATURE_COUNT] + (f @ weights[FEATURE_COUNT:]) * seeds / 48)
+    if abs(exact) < seeds - 1:
+        assert abs(estimate - exact) <= 0.5 + 1e-6
+    else:
+        assert estimate == max(-seeds, min(seeds, round(exact)))
+
+
+def test_shipped_weights_load_and_match_their_version():
+    weights = load_weights()
+    assert weights.shape == (2 * FEATURE_COUNT,)
+    assert np.any(weights != 0)
+    from solver.evaluation import default_weights_path
+
+    with open(default_weights_path()) as handle:
+        data = json.load(handle)
+    assert data["version"] == WEIGHTS_VERSION
+    assert data["features"] == list(FEATURES)
+    held = data["fit"]["holdout_pooled"]
+    assert held["rmse"] < held["zero_rmse"]  # the shipped fit was better than the 0 leaf above its layers
+
+
+def test_weights_files_of_another_version_or_features_are_refused(tmp_path):
+    good = tmp_path / "good.json"
+    save_weights(good, np.arange(2 * FEATURE_COUNT, dtype=float))
+    assert load_weights(good).tolist() == list(range(2 * FEATURE_COUNT))
+    data = json.loads(good.read_text())
+    for change, message in [({"version": WEIGHTS_VERSION + 1}, "version"),
+                            ({"features": data["features"][:-1]}, "other features"),
+                            ({"flat": data["flat"][:-1]}, "lists of")]:
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps({**data, **change}))
+        with pytest.raises(EvaluationError, match=message):
+            load_weights(bad)
+    with pytest.raises(EvaluationError, match="cannot read"):
+        load_weights(tmp_path / "missing.json")
+
+
+@pytest.fixture(scope="module")
+def tiny_fit(table_dir):
+    return fit(table_dir, FIT_LAYERS, HOLDOUT_LAYERS, games=3000, per_layer=20_000)
+
+
+def test_fit_on_tiny_tables_beats_the_zero_leaf_on_held_out_layers(tiny_fit, table_dir):
+    weights, report = tiny_fit
+    assert report["fit_layers"] == FIT_LAYERS and report["holdout_layers"] == HOLDOUT_LAYERS
+    for row in report["holdout"]:
+        assert row["positions"] > 1000
+        assert row["rmse"] < 0.95 * row["zero_rmse"]
+    # The report's figures are those of the weights on freshly valued positions.
+    boards = game_positions(500, seed=7)
+    boards = boards[boards.sum(axis=1) == 11]
+    boards = boards[[Position.from_mover_board(b).legal_moves() != [] and 0 in b[6:] for b in boards]]
+    with Tablebase(table_dir) as tablebase:
+        values = tablebase.values(boards).astype(float)
+    estimates = board_estimates(boards, weights)
+    assert np.sqrt(np.mean((estimates - values) ** 2)) < np.sqrt(np.mean(values ** 2))
+
+
+def test_fit_refuses_overlapping_or_missing_layers(table_dir):
+    with pytest.raises(EvaluationError, match="also be fitted"):
+        fit(table_dir, [5, 6], [6], games=10)
+    with pytest.raises(EvaluationError, match="not built"):
+        fit(table_dir, [5, 6], [13], games=10)
+
+
+def test_default_layers_hold_out_the_top_two(table_dir):
+    assert default_layers(table_dir) == (list(range(8, 11)), [11, 12])
+
+
+def test_cli_fit_evaluation_writes_a_weights_file(table_dir, tmp_path):
+    out = tmp_path / "weights.json"
+    result = CliRunner().invoke(cli, ["fit-evaluation", "--dir", table_dir, "--fit-layers", "6-10", "--holdout",
+                                      "11,12", "--games", "500", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["fit_layers"] == [6, 7, 8, 9, 10] and report["holdout_layers"] == [11, 12]
+    assert load_weights(out).tolist() == report["weights"]
+    bad = CliRunner().invoke(cli, ["fit-evaluation", "--dir", table_dir, "--fit-layers", "6-x", "--holdout", "12"])
+    assert bad.exit_code == 2 and "--fit-layers" in bad.output
+
+
+def test_learned_leaf_keeps_table_values_exact(table_dir):
+    """With a learned leaf, a search whose lines all reach the tables is still
+    exact and equal to the table; horizon-limited values are not marked exact."""
+    learned = Searcher(table_dir, max_table_seeds=10)
+    zero = Searcher(table_dir, max_table_seeds=10, evaluation="zero")
+    rng = np.random.default_rng(5)
+    with Tablebase(table_dir) as tablebase:
+        for board in game_positions(200, seed=11):
+            if board.sum() not in (11, 12) or 0 not in board[6:] or rng.random() > 0.05:
+                continue
+            position = Position.from_mover_board(board)
+            if position.is_over():
+                continue
+            exact = tablebase.value(position)
+            for searcher in (learned, zero):
+                result = searcher.search(position, cycles="split")
+                assert result.exact and result.value == exact
+                shallow = searcher.search(position, depth=1, cycles="split")
+                if not shallow.exact:
+                    assert shallow.lower is None
+
+
+def test_unknown_evaluation_is_refused(table_dir):
+    with pytest.raises(SearchError, match="evaluation"):
+        Searcher(table_dir, max_table_seeds=4, evaluation="neural")
