@@ -1119,6 +1119,24 @@ def serve(directory, host, port, max_search_time):
     uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[listener])
 
 
+@cli.command(name="uci")
+@_directory_option
+def uci_command(directory):
+    """Speak UCI on standard input and output, as Oware GUIs expect.
+
+    The dialect of Aalina and the Aualé GUI (docs/UCI.md): `position startpos
+    moves FbDa` or `position fen 4-4-4-4-4-4-4-4-4-4-4-4-0-0-S`, `go movetime
+    1000` (or wtime/btime, depth, nodes, infinite), `stop`, `quit`; answers
+    `info ... score cp ... pv ...` and `bestmove`. Positions whose layer is in
+    the tables (--dir, or the Tables option) are answered from them; others
+    are searched. Lines it does not understand are logged on stderr and
+    ignored.
+    """
+    from .uci import main as speak
+
+    sys.exit(speak(directory))
+
+
 def main(argv=None):
     """Entry point of the console script."""
     cli.main(args=argv, prog_name="awele")

@@ -260,11 +260,11 @@ class Tablebase:
 
     def game_moves(self, game: Game | Position | str) -> list[MoveValue]:
         """Every legal move of the game's position with the true repetition
-        rule over the game: a move that would repeat a position of the game
-        ends it and is worth what that gives (each side takes the seeds on
-        its own side: rule "true", `repeats` set); every other move is worth
-        its table value (the tables' convention). Raises MissingTableError
-        when a layer is missing."""
+        rule over the game: a move that ends the game, by repeating a position
+        of the game (`repeats`: each side takes the seeds on its own side) or
+        by 25 seeds or 24-24, is worth what that end gives (rule "true"); every
+        other move is worth its table value (the tables' convention). Raises
+        MissingTableError when a layer is missing."""
         game = game if isinstance(game, Game) else Game(as_position(game))
         if game.is_over():
             return []
@@ -272,14 +272,15 @@ class Tablebase:
         seen = {p.key() for p in game.positions}
         moves = []
         for m in self.moves(position):
-            if position.play(m.move).key() in seen:
+            repeats = position.play(m.move).key() in seen
+            if repeats or (m.outcome is not None and m.outcome.reason is not None):
                 game.play(m.move)
                 try:
                     value = ended_value(game.result(), position)
-                    ended = Outcome.ended(game.result(), EndReason.REPETITION)
+                    ended = Outcome.ended(game.result(), game.end_reason)
                 finally:
                     game.undo()
-                m = MoveValue.of(position, m.move, m.captured, value, rule=Rule.TRUE, repeats=True, outcome=ended)
+                m = MoveValue.of(position, m.move, m.captured, value, rule=Rule.TRUE, repeats=repeats, outcome=ended)
             moves.append(m)
         return moves
 

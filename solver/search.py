@@ -824,7 +824,7 @@ class Searcher:
             # Perfect play with the true rule over the game played: a move that
             # repeats a position of the game ends it (Tablebase.best_move).
             chosen = self.tablebase.best_move(game)
-            if chosen.repeats:
+            if chosen.rule == "true":  # it ends the game (a repetition, 25 seeds, 24-24)
                 result.value = result.lower = result.upper = chosen.value
                 result.exact, result.rule, result.move, result.source = True, "true", chosen.move, "table"
                 result.line = [chosen.move]
