@@ -434,5 +434,13 @@ class _Judge:
         return self.searcher
 
 
-__all__ = ["Analysis", "PlyAnalysis", "SideSummary", "analyse", "mark_move", "outcome_class",
-           "INACCURACY_SEEDS", "MISTAKE_SEEDS"]
+__all__ = [
+    "INACCURACY_SEEDS",
+    "MISTAKE_SEEDS",
+    "Analysis",
+    "PlyAnalysis",
+    "SideSummary",
+    "analyse",
+    "mark_move",
+    "outcome_class",
+]

@@ -22,9 +22,9 @@ import re
 import numpy as np
 
 from . import index, rules
+from .errors import GameOverError, IllegalMoveError, InvalidArgumentError, InvalidPositionError, InvalidRecordError
 from .limits import MAX_PERFT_DEPTH
 from .report import EndReason
-from .errors import GameOverError, IllegalMoveError, InvalidArgumentError, InvalidPositionError, InvalidRecordError
 
 SOUTH = "S"
 NORTH = "N"
