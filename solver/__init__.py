@@ -7,7 +7,9 @@
 
 __version__ = "0.1.0"
 
-from .errors import (  # noqa: E402
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
     AweleError,
     GameOverError,
     IllegalMoveError,
@@ -21,7 +23,15 @@ _LAZY = {"Game": "position", "Position": "position", "perft": "position", "Table
          "Searcher": "search", "SearchResult": "search", "LayerStore": "layers"}
 
 
-def __getattr__(name):
+if TYPE_CHECKING:  # what the lazy names are, for type checkers (nothing is imported at run time)
+    from .layers import LayerStore
+    from .position import Game, Position, perft
+    from .probe import Tablebase
+    from .search import Searcher, SearchResult
+
+
+def __getattr__(name: str) -> Any:
+    """The lazy names of _LAZY, imported from their module on first use."""
     if name in _LAZY:
         import importlib
 
@@ -43,6 +53,6 @@ __all__ = [
     "SearchResult",
     "Searcher",
     "Tablebase",
-    "perft",
     "__version__",
+    "perft",
 ]

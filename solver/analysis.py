@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .errors import InvalidArgumentError, InvalidRecordError, MissingTableError
+from .errors import InvalidArgumentError, InvalidRecordError, MissingTableError, SearchError
 from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, as_position, parse_record
 from .report import EndReason, MoveValue, Outcome
 
@@ -274,8 +274,9 @@ def analyse(
         for ply_index, move in enumerate(game.moves):
             before = replay.position
             source, cycles, value_before, scores = judge.scores(replay)
-            played = next(s for s in scores if s.move == move)
-            best_value = max(s.value for s in scores)
+            values = {s.move: _known(s) for s in scores}
+            played_value = values[move]
+            best_value = max(values.values())
             exact = all(s.exact for s in scores)
             captured = replay.play(move)
             ply = PlyAnalysis(
@@ -288,11 +289,11 @@ def analyse(
                 seeds=before.seeds,
                 captured=int(captured),
                 value_before=int(value_before),
-                value_after=played.value,
+                value_after=played_value,
                 best_value=int(best_value),
-                best_moves=[s.move for s in scores if s.value == best_value],
-                given_away=int(best_value - played.value),
-                mark=mark_move(before, best_value, played.value, exact),
+                best_moves=[letter for letter, value in values.items() if value == best_value],
+                given_away=int(best_value - played_value),
+                mark=mark_move(before, best_value, played_value, exact),
                 exact=exact,
                 source=source,
                 cycles=cycles,
@@ -348,7 +349,16 @@ def mark_move(position: Position, best_value: int, played_value: int, exact: boo
     return "mistake" if given_away >= MISTAKE_SEEDS else "inaccuracy"
 
 
-def _replayable(game, start):
+def _known(move: MoveValue) -> int:
+    """The value of a move at an analysed ply. There always is one: a table
+    value, or a search given at least MIN_TIME_PER_PLY, which finishes its
+    first iteration."""
+    if move.value is None:
+        raise SearchError(f"the search of move {move.move} finished no iteration")
+    return move.value
+
+
+def _replayable(game: Game | str, start: Position | str | None) -> Game:
     """The Game to analyse, from a Game or a record and a start position."""
     if isinstance(game, Game):
         if start is not None:
@@ -366,14 +376,15 @@ class _Judge:
     """Every legal move's value at a ply: from the tables where they reach,
     else by search (made on first need)."""
 
-    def __init__(self, tablebase, searcher, time_per_ply, max_tables):
+    def __init__(self, tablebase: Tablebase, searcher: Searcher | None, time_per_ply: float | None,
+                 max_tables: int | None) -> None:
         self.tablebase = tablebase
         self.searcher = searcher
         self.time_per_ply = time_per_ply
         self.max_tables = max_tables
         self._warmed = False
 
-    def scores(self, game):
+    def scores(self, game: Game) -> tuple[str, str, int, list[MoveValue]]:
         """(source, cycles, value, [MoveValue]) for the position `game` is in."""
         position = game.position
         found = self._from_tables(position)
@@ -390,9 +401,9 @@ class _Judge:
             searcher.search(game, depth=1, cycles="own")
             self._warmed = True
         scores = searcher.move_values(game, time=self.time_per_ply, cycles="own")
-        return "search", "own", max(s.value for s in scores), scores
+        return "search", "own", max(_known(s) for s in scores), scores
 
-    def _from_tables(self, position):
+    def _from_tables(self, position: Position) -> tuple[int, list[MoveValue]] | None:
         """(value, [MoveValue]) from the tables, or None when they do not reach."""
         seeds = position.seeds
         if (self.max_tables is not None and seeds > self.max_tables) or not self.tablebase.has_layer(seeds):
@@ -404,7 +415,7 @@ class _Judge:
             return None  # a layer a move reaches is missing: search
         return int(value), scores
 
-    def _why_no_table(self, position):
+    def _why_no_table(self, position: Position) -> str:
         seeds = position.seeds
         if self.max_tables is not None and seeds > self.max_tables:
             why = f"it has more than max_tables={self.max_tables} seeds"
@@ -416,7 +427,7 @@ class _Judge:
                    f"build it with `{tables.build_command(missing[-1], self.tablebase.directory)}`")
         return f"no table answers {position} ({seeds} seeds): {why}; and searching is off (time_per_ply=None)"
 
-    def _searcher(self):
+    def _searcher(self) -> Searcher:
         if self.searcher is None:
             from .index import layer_size
             from .search import DEFAULT_TABLE_BYTES, Searcher
@@ -434,5 +445,13 @@ class _Judge:
         return self.searcher
 
 
-__all__ = ["Analysis", "PlyAnalysis", "SideSummary", "analyse", "mark_move", "outcome_class",
-           "INACCURACY_SEEDS", "MISTAKE_SEEDS"]
+__all__ = [
+    "INACCURACY_SEEDS",
+    "MISTAKE_SEEDS",
+    "Analysis",
+    "PlyAnalysis",
+    "SideSummary",
+    "analyse",
+    "mark_move",
+    "outcome_class",
+]

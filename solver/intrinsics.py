@@ -10,10 +10,22 @@ and an index; prefetch takes a 1-D array and an index, prefetch_row a 2-D array
 and a row.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+if TYPE_CHECKING:
+    from numba.core.typing.templates import Signature
+
+# What an @intrinsic returns beside its signature: codegen(context, builder, signature, args),
+# which emits the LLVM instructions and returns their value.
+Codegen = Callable[..., Any]
 
 
 def _pointer(context, builder, array_type, array, indices):
@@ -31,7 +43,7 @@ def _emit_prefetch(context, builder, pointer):
 
 
 @intrinsic
-def prefetch_row(typingctx, array, row):
+def prefetch_row(typingctx: Any, array: types.Array, row: types.Integer) -> tuple[Signature, Codegen]:
     """Prefetch (for writing) row `row` of a C-contiguous 2-D array."""
     signature = types.void(array, row)
 
@@ -43,7 +55,7 @@ def prefetch_row(typingctx, array, row):
 
 
 @intrinsic
-def prefetch(typingctx, array, item):
+def prefetch(typingctx: Any, array: types.Array, item: types.Integer) -> tuple[Signature, Codegen]:
     """Prefetch (for writing) element `item` of a C-contiguous 1-D array."""
     signature = types.void(array, item)
 
@@ -53,7 +65,7 @@ def prefetch(typingctx, array, item):
     return signature, codegen
 
 
-def _rmw(operation):
+def _rmw(operation: str) -> Callable[..., Any]:
     @intrinsic
     def atomic(typingctx, array, item, value):
         byte = array.dtype
@@ -75,7 +87,9 @@ atomic_and = _rmw("and")  # atomic_and(array, item, bits) -> old byte
 
 
 @intrinsic
-def compare_and_swap(typingctx, array, item, expected, new):
+def compare_and_swap(
+    typingctx: Any, array: types.Array, item: types.Integer, expected: types.Integer, new: types.Integer
+) -> tuple[Signature, Codegen]:
     """Store `new` at `item` if it holds `expected`; return whether it did."""
     byte = array.dtype
     signature = types.boolean(array, item, byte, byte)

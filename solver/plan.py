@@ -15,6 +15,7 @@ measured on this project's machine (docs/CLUSTER.md).
 
 from __future__ import annotations
 
+import os
 import re
 
 from . import distributed, index, retrograde, tables
@@ -51,26 +52,27 @@ def parse_memory(text: str) -> int:
     return value
 
 
-def default_budget():
+def default_budget() -> int:
     """The machine's available memory less a margin."""
     return max(BASE_BYTES, available_memory() - MEMORY_MARGIN)
 
 
-def working_bytes(seeds):
+def working_bytes(seeds: int) -> int:
     """Memory of layer `seeds` while it is built: its value bytes, a nibble of
     counts a position and two flag bytes a block (the state solver.retrograde
     keeps, retrograde.working_bytes)."""
     return retrograde.working_bytes(index.layer_size(seeds))
 
 
-def least_bytes(seeds):
+def least_bytes(seeds: int) -> int:
     """The smallest budget that builds layer `seeds`: the process, the working
     state and the largest smaller layer (build_memory_bytes, which the
     missing-table advice quotes)."""
     return BASE_BYTES + build_memory_bytes(seeds)
 
 
-def process_bytes(seeds, processes, threads=1, outbox=None, batch=None):
+def process_bytes(seeds: int, processes: int, threads: int = 1, outbox: int | None = None,
+                  batch: int | None = None) -> int:
     """Memory of one of `processes` processes building layer `seeds`
     (solver.distributed): the process, its slice of the working state, its
     slices of layers n-15..n-1 (the smaller layers are partitioned, and the
@@ -87,7 +89,7 @@ def process_bytes(seeds, processes, threads=1, outbox=None, batch=None):
     return BASE_BYTES + share(working_bytes(seeds)) + smaller + buffers
 
 
-def largest_layer(budget):
+def largest_layer(budget: int) -> int:
     """The largest layer a budget can build (-1 if none)."""
     best = -1
     for seeds in range(index.MAX_SEEDS + 1):
@@ -96,7 +98,7 @@ def largest_layer(budget):
     return best
 
 
-def exit_groups(seeds, budget):
+def exit_groups(seeds: int, budget: int) -> list[list[int]]:
     """The smaller layers of layer `seeds` grouped so that each group fits in
     the budget beside the working state (first fit, largest first); one exit
     pass per group. Raises BuildError when the budget cannot hold the layer."""
@@ -104,20 +106,22 @@ def exit_groups(seeds, budget):
     layers = sorted(retrograde.exit_layers(seeds), key=index.layer_size, reverse=True)
     if least_bytes(seeds) > budget:
         raise BuildError(memory_message(seeds, budget))
-    groups = []
+    groups: list[list[int]] = []
+    group_bytes: list[int] = []  # the smaller layers' bytes in each group
     for layer in layers:
         size = index.layer_size(layer)
-        for group in groups:
-            if group[0] + size <= room:
-                group[0] += size
-                group[1].append(layer)
+        for number, held in enumerate(group_bytes):
+            if held + size <= room:
+                group_bytes[number] += size
+                groups[number].append(layer)
                 break
         else:
-            groups.append([size, [layer]])
-    return [sorted(group) for _, group in groups] or [[]]
+            groups.append([layer])
+            group_bytes.append(size)
+    return [sorted(group) for group in groups] or [[]]
 
 
-def memory_message(seeds, budget):
+def memory_message(seeds: int, budget: int) -> str:
     """One line: what layer `seeds` needs and the largest layer the budget allows."""
     allowed = largest_layer(budget)
     return (
@@ -127,7 +131,7 @@ def memory_message(seeds, budget):
     )
 
 
-def build_memory_bytes(seeds):
+def build_memory_bytes(seeds: int) -> int:
     """Least memory that builds layer `seeds`, the process aside: its working
     state and its largest smaller layer at one byte a position (the exit
     passes take the smaller layers a group at a time). The build driver's
@@ -136,7 +140,7 @@ def build_memory_bytes(seeds):
     return working_bytes(seeds) + largest
 
 
-def process_memory_message(seeds, processes, budget, threads=1):
+def process_memory_message(seeds: int, processes: int, budget: int, threads: int = 1) -> str:
     """One line: what each process needs for layer `seeds` against its budget."""
     need = process_bytes(seeds, processes, threads)
     allowed = max((n for n in range(index.MAX_SEEDS + 1) if process_bytes(n, processes, threads) <= budget),
@@ -149,7 +153,7 @@ def process_memory_message(seeds, processes, budget, threads=1):
 # Plans -----------------------------------------------------------------------------
 
 
-def measured_rates(directory):
+def measured_rates(directory: str | os.PathLike[str]) -> tuple[float, float, str]:
     """(positions a second, bytes a position on disk) of the largest layer built
     in `directory` with a recorded build time, or the defaults."""
     rate, file_bytes, source = DEFAULT_RATE, DEFAULT_FILE_BYTES, "default"
@@ -195,7 +199,7 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
             "largest_layer": largest_layer(budget), "layers": rows}
 
 
-def measured_exchange(directory):
+def measured_exchange(directory: str | os.PathLike[str]) -> tuple[float, float, str]:
     """(bytes exchanged a position as the processes grow many, overhead of the
     distributed build on the same cores, what they rest on): from the largest
     layer in `directory` built by several processes, else the defaults."""
@@ -261,7 +265,7 @@ def cluster_plan(max_seeds: int, processes: int, memory_per_process: int, direct
     }
 
 
-def least_processes(seeds, memory_per_process, threads=1):
+def least_processes(seeds: int, memory_per_process: int, threads: int = 1) -> int | None:
     """The fewest processes of `memory_per_process` bytes that build layer `seeds` (None if none can)."""
     if process_bytes(seeds, 1 << 30, threads) > memory_per_process:
         return None

@@ -18,13 +18,14 @@ packed mover view those kernels work on.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import numpy as np
 
 from . import index, rules
+from .errors import GameOverError, IllegalMoveError, InvalidArgumentError, InvalidPositionError, InvalidRecordError
 from .limits import MAX_PERFT_DEPTH
 from .report import EndReason
-from .errors import GameOverError, IllegalMoveError, InvalidArgumentError, InvalidPositionError, InvalidRecordError
 
 SOUTH = "S"
 NORTH = "N"
@@ -42,12 +43,12 @@ _CANONICAL = re.compile(
 )
 
 
-def other_side(side):
+def other_side(side: str) -> str:
     """The side that is not `side`."""
     return NORTH if side == SOUTH else SOUTH
 
 
-def _count(value):
+def _count(value: object) -> int:
     """A seed count as an int; booleans, floats and other types are refused (TypeError)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(value)
@@ -61,8 +62,12 @@ class Position:
     """
 
     __slots__ = ("_houses", "_to_move", "_captured", "_expansion")
+    _houses: tuple[int, ...]
+    _to_move: str
+    _captured: tuple[int, int]
+    _expansion: index.Expansion | None
 
-    def __init__(self, houses, to_move=SOUTH, captured=(0, 0)):
+    def __init__(self, houses: Iterable[int], to_move: str = SOUTH, captured: Iterable[int] = (0, 0)) -> None:
         try:
             houses = tuple(_count(h) for h in houses)
             captured = tuple(_count(c) for c in captured)
@@ -130,7 +135,8 @@ class Position:
         return cls(houses, side, captured)
 
     @classmethod
-    def from_mover_board(cls, board, to_move=SOUTH, captured=(0, 0)):
+    def from_mover_board(cls, board: Iterable[int], to_move: str = SOUTH,
+                         captured: Iterable[int] = (0, 0)) -> Position:
         """Build a position from 12 counts in mover view (mover's houses first)."""
         board = [int(b) for b in board]
         if to_move == NORTH:
@@ -159,12 +165,12 @@ class Position:
         """Seeds on the board."""
         return sum(self._houses)
 
-    def mover_board(self):
+    def mover_board(self) -> np.ndarray:
         """The 12 house counts seen from the side to move, as a uint8 array."""
         houses = self._houses if self._to_move == SOUTH else self._houses[6:] + self._houses[:6]
         return np.array(houses, dtype=np.uint8)
 
-    def packed(self):
+    def packed(self) -> tuple[np.uint64, np.uint64]:
         """The (mover, opponent) words of the packed form used by the kernels."""
         return rules.pack(self.mover_board())
 
@@ -175,7 +181,7 @@ class Position:
             self._expansion = index.expand(self.mover_board())
         return self._expansion
 
-    def mover_captured(self):
+    def mover_captured(self) -> tuple[int, int]:
         """(seeds captured by the side to move, by the other side)."""
         south, north = self._captured
         return (south, north) if self._to_move == SOUTH else (north, south)
@@ -186,7 +192,7 @@ class Position:
 
     # Rules ------------------------------------------------------------------------
 
-    def legal_moves(self):
+    def legal_moves(self) -> list[str]:
         """The houses the side to move may play, as letters, in sowing order.
 
         Empty when the game is over.
@@ -197,7 +203,7 @@ class Position:
         letters = HOUSE_LETTERS[self._to_move]
         return [letters[h] for h in range(6) if mask & (1 << h)]
 
-    def house_of(self, move):
+    def house_of(self, move: str | int | np.integer) -> int:
         """The mover's house 0..5 for a move letter (or an int 0..5); raises IllegalMoveError."""
         if isinstance(move, (int, np.integer)) and not isinstance(move, bool):
             if 0 <= move < 6:
@@ -215,7 +221,7 @@ class Position:
             )
         raise IllegalMoveError(f"unknown house {letter!r}: houses are A-F (South) and a-f (North)")
 
-    def play_capture(self, move: str | int) -> tuple["Position", int]:
+    def play_capture(self, move: str | int | np.integer) -> tuple["Position", int]:
         """Play a move; return (new position, seeds captured by the move)."""
         if self.is_over():
             raise GameOverError(f"the game is over in {self}")
@@ -235,7 +241,7 @@ class Position:
             stores = stores[::-1]
         return Position.from_mover_board(board, next_side, stores), int(captured)
 
-    def play(self, move):
+    def play(self, move: str | int | np.integer) -> Position:
         """The position after `move` (a letter of the side to move, or a house 0..5)."""
         return self.play_capture(move)[0]
 
@@ -256,11 +262,11 @@ class Position:
             return EndReason.NO_FEEDING_MOVE
         return None
 
-    def is_over(self):
+    def is_over(self) -> bool:
         """Whether the game has ended in this position (before any repetition)."""
         return self.terminal_rule() is not None
 
-    def result(self):
+    def result(self) -> tuple[int, int] | None:
         """Final seed totals (South, North) if the game is over, else None.
 
         At the 25-seed win or 24-24 each side takes the seeds on its own side;
@@ -271,7 +277,7 @@ class Position:
             return None
         return self._final_scores(rule)
 
-    def _final_scores(self, rule):
+    def _final_scores(self, rule: EndReason) -> tuple[int, int]:
         south, north = self._captured
         south_side, north_side = sum(self._houses[:6]), sum(self._houses[6:])
         if EndReason(rule).splits_by_side:
@@ -281,26 +287,26 @@ class Position:
         south_takes = mover_takes == (self._to_move == SOUTH)
         return (south + seeds, north) if south_takes else (south, north + seeds)
 
-    def outcome(self):
+    def outcome(self) -> str | None:
         """'S' or 'N' for the winner, 'draw', or None while the game goes on."""
         return outcome_of(self.result())
 
     # Text -------------------------------------------------------------------------
 
-    def __str__(self):
+    def __str__(self) -> str:
         south = "-".join(str(h) for h in self._houses[:6])
         north = "-".join(str(h) for h in self._houses[6:])
         return f"{south}/{north} {self._to_move} {self._captured[0]}:{self._captured[1]}"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Position.from_string({str(self)!r})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Position):
             return NotImplemented
         return (self._houses, self._to_move, self._captured) == (other._houses, other._to_move, other._captured)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self._houses, self._to_move, self._captured))
 
     def diagram(self) -> str:
@@ -338,7 +344,7 @@ def as_position(position: "Position | str") -> "Position":
     raise InvalidPositionError(f"expected a Position or its notation, got {type(position).__name__}")
 
 
-def outcome_of(scores):
+def outcome_of(scores: tuple[float, float] | None) -> str | None:
     """'S', 'N' or 'draw' for final (South, North) totals; None for None."""
     if scores is None:
         return None
@@ -366,7 +372,14 @@ class Game:
     ['F', 'b', 'D', 'a']
     """
 
-    def __init__(self, position=None):
+    start: Position
+    positions: list[Position]
+    moves: list[str]
+    captures: list[int]
+    _seen: set[tuple[tuple[int, ...], str]]
+    _repeated: bool
+
+    def __init__(self, position: Position | None = None) -> None:
         self.start = position if position is not None else Position.initial()
         self.positions = [self.start]
         self.moves = []
@@ -374,7 +387,7 @@ class Game:
         self._seen = {self.start.key()}
         self._repeated = False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         record = " ".join(self.moves)
         return f"Game({str(self.start)!r}, moves={record!r}, position={str(self.position)!r})"
 
@@ -390,7 +403,7 @@ class Game:
         return game
 
     @property
-    def position(self):
+    def position(self) -> Position:
         """The current position."""
         return self.positions[-1]
 
@@ -402,16 +415,16 @@ class Game:
             return EndReason.REPETITION
         return self.position.terminal_rule()
 
-    def is_over(self):
+    def is_over(self) -> bool:
         """Whether the game has ended."""
         return self.end_reason is not None
 
-    def result(self):
+    def result(self) -> tuple[int, int] | None:
         """Final (South, North) totals once the game is over, else None."""
         reason = self.end_reason
         return None if reason is None else self.position._final_scores(reason)
 
-    def outcome(self):
+    def outcome(self) -> str | None:
         """'S', 'N', 'draw' or None."""
         return outcome_of(self.result())
 
@@ -419,7 +432,7 @@ class Game:
         """Legal moves now (none once the game is over)."""
         return [] if self.is_over() else self.position.legal_moves()
 
-    def play(self, move):
+    def play(self, move: str | int | np.integer) -> int:
         """Play a move; return the seeds it captured."""
         if self.is_over():
             raise GameOverError(f"the game is over ({self.end_reason})")
@@ -457,7 +470,7 @@ class Game:
         return " ".join(parts)
 
 
-def parse_record(text):
+def parse_record(text: str) -> list[str]:
     """The move letters of a record; numbers and annotations are dropped."""
     if not isinstance(text, str):
         raise InvalidRecordError("a record must be text")

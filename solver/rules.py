@@ -40,7 +40,7 @@ ROW = 6
 NOT_TERMINAL = 127
 
 
-def _build_masks():
+def _build_masks() -> tuple[np.ndarray, np.ndarray]:
     """Lap and range masks for sowing from each of the mover's houses.
 
     lap[h, w]: one seed in every house of word w except the origin h.
@@ -63,25 +63,25 @@ LAP_MASKS, RANGE_MASKS = _build_masks()
 
 
 @njit(cache=True, inline="always")
-def house_seeds(word, lane):
+def house_seeds(word: np.uint64, lane: int) -> np.int64:
     """Seeds in lane 0..5 of one row word."""
     return np.int64((word >> np.uint64(LANE_BITS * lane)) & LANE_MASK)
 
 
 @njit(cache=True, inline="always")
-def row_seeds(word):
+def row_seeds(word: np.uint64) -> np.int64:
     """Total seeds in one row word (at most 48, so the lane sum fits in a byte)."""
     return np.int64((word * SUM_LANES) >> np.uint64(56))
 
 
 @njit(cache=True, inline="always")
-def board_seeds(mover, opponent):
+def board_seeds(mover: np.uint64, opponent: np.uint64) -> np.int64:
     """Total seeds on the board."""
     return np.int64(((mover + opponent) * SUM_LANES) >> np.uint64(56))
 
 
 @njit(cache=True)
-def pack(board):
+def pack(board: np.ndarray) -> tuple[np.uint64, np.uint64]:
     """Pack 12 house counts (mover view, uint8/int array) into (mover, opponent) words."""
     mover = np.uint64(0)
     opponent = np.uint64(0)
@@ -92,7 +92,7 @@ def pack(board):
 
 
 @njit(cache=True)
-def unpack_into(mover, opponent, board):
+def unpack_into(mover: np.uint64, opponent: np.uint64, board: np.ndarray) -> None:
     """Write the 12 house counts of a packed position into board (length >= 12)."""
     for lane in range(ROW):
         board[lane] = (mover >> np.uint64(LANE_BITS * lane)) & LANE_MASK
@@ -100,7 +100,7 @@ def unpack_into(mover, opponent, board):
 
 
 @njit(cache=True)
-def unpack(mover, opponent):
+def unpack(mover: np.uint64, opponent: np.uint64) -> np.ndarray:
     """The 12 house counts of a packed position as a new uint8 array."""
     board = np.zeros(HOUSES, dtype=np.uint8)
     unpack_into(mover, opponent, board)
@@ -108,7 +108,7 @@ def unpack(mover, opponent):
 
 
 @njit(cache=True, inline="always")
-def sow(mover, opponent, house):
+def sow(mover: np.uint64, opponent: np.uint64, house: int) -> tuple[np.uint64, np.uint64, int]:
     """Sow the seeds of the mover's house 0..5 (which must be non-empty).
 
     Returns (mover, opponent, last) with last the house 0..11 that got the last
@@ -125,7 +125,7 @@ def sow(mover, opponent, house):
 
 
 @njit(cache=True, inline="always")
-def capture(opponent, last):
+def capture(opponent: np.uint64, last: int) -> tuple[int, np.uint64]:
     """Apply the capture chain ending at house `last` to the opponent's row.
 
     Returns (captured, opponent). The chain walks back from the last house while
@@ -150,7 +150,7 @@ def capture(opponent, last):
 
 
 @njit(cache=True)
-def legal_mask(mover, opponent):
+def legal_mask(mover: np.uint64, opponent: np.uint64) -> int:
     """Bit h set when the mover may play house h (RULES.md rules 1 and 5)."""
     mask = 0
     for house in range(ROW):
@@ -161,7 +161,7 @@ def legal_mask(mover, opponent):
 
 
 @njit(cache=True)
-def terminal_value(mover, opponent):
+def terminal_value(mover: np.uint64, opponent: np.uint64) -> np.int64 | int:
     """Value d for the mover if the game ends before he moves, else NOT_TERMINAL.
 
     Rule 6: the mover's side is empty, so the opponent takes the seeds on his
@@ -176,7 +176,7 @@ def terminal_value(mover, opponent):
 
 
 @njit(cache=True)
-def play(mover, opponent, house):
+def play(mover: np.uint64, opponent: np.uint64, house: int) -> tuple[int, np.uint64, np.uint64]:
     """Play the mover's house 0..5 (which must be legal).
 
     Returns (captured, child_mover, child_opponent): the seeds captured and the
@@ -188,7 +188,7 @@ def play(mover, opponent, house):
 
 
 @njit(cache=True)
-def _perft(mover, opponent, mover_store, opponent_store, depth):
+def _perft(mover: np.uint64, opponent: np.uint64, mover_store: int, opponent_store: int, depth: int) -> int:
     """Leaves at `depth` plies below a packed position with capture counts.
 
     A node where the game is over (rules 5 and 6, 25 captured seeds or 24-24)
@@ -213,7 +213,7 @@ def _perft(mover, opponent, mover_store, opponent_store, depth):
 
 
 @njit(cache=True, nogil=True)  # nogil: the CLI runs it in a thread it can abandon on Ctrl-C
-def perft_packed(mover, opponent, mover_store, opponent_store, depth):
+def perft_packed(mover: np.uint64, opponent: np.uint64, mover_store: int, opponent_store: int, depth: int) -> int:
     """Perft on a packed position; depth 0 counts the position itself."""
     if depth == 0:
         return 1

@@ -14,9 +14,15 @@ gives.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import MissingTableError
 from ..position import Game, Position, outcome_of
-from ..report import Outcome, move_rows, seeds_number
+from ..report import EndReason, Outcome, move_rows, seeds_number
+
+if TYPE_CHECKING:  # for the annotations only: the callers hand in the objects
+    from ..probe import Tablebase
+    from ..search import Searcher
 
 TABLE, SEARCH = "table", "search"
 
@@ -31,12 +37,12 @@ def parse_game(position: str | None, moves: str | None) -> Game:
     return Game(start)
 
 
-def _text(reason):
+def _text(reason: EndReason | None) -> str | None:
     """An EndReason as JSON text, or None."""
     return None if reason is None else str(reason)
 
 
-def _scores(totals):
+def _scores(totals: tuple[float, float] | None) -> list[int | float] | None:
     """(South, North) seed totals as JSON numbers, or None."""
     return None if totals is None else [seeds_number(x) for x in totals]
 
@@ -62,7 +68,7 @@ def game_report(game: Game) -> dict:
     }
 
 
-def position_report(tablebase, game: Game) -> dict:
+def position_report(tablebase: Tablebase, game: Game) -> dict:
     """game_report plus, when the tables hold the position, its value, the
     predicted final score and every legal move's value.
 
@@ -88,7 +94,8 @@ def position_report(tablebase, game: Game) -> dict:
         return data  # a layer one of its moves reaches is missing: searched instead
     rows = move_rows(moves)
     for row, played in zip(rows, in_game):
-        row["repetition_result"] = played.outcome.scores() if played.repeats else None
+        repetition = played.outcome if played.repeats else None  # a repeating move's outcome is the repetition's
+        row["repetition_result"] = None if repetition is None else repetition.scores()
         row["repeats"] = played.repeats
     predicted = Outcome.predicted(position, value)
     data.update({
@@ -102,14 +109,14 @@ def position_report(tablebase, game: Game) -> dict:
     return data
 
 
-def searched_moves(searcher, game: Game, time: float, cycles: str) -> list[dict]:
+def searched_moves(searcher: Searcher, game: Game, time: float, cycles: str) -> list[dict]:
     """Every legal move's value (Searcher.move_values: from the tables where
     they hold the move's position, else searched with a share of `time`, the
     game's history counting for repetitions) as JSON rows, the best marked."""
     return move_rows(searcher.move_values(game, time=time, cycles=cycles))
 
 
-def search_report(searcher, game: Game, time: float, cycles: str = "own", move_values: bool = True) -> dict:
+def search_report(searcher: Searcher, game: Game, time: float, cycles: str = "own", move_values: bool = True) -> dict:
     """The search result of the game's position (SearchResult.as_dict) with,
     when `move_values`, every legal move's value: half of `time` for the
     position and half shared by the moves, as `awele best` does."""
@@ -124,14 +131,14 @@ def search_report(searcher, game: Game, time: float, cycles: str = "own", move_v
     return data
 
 
-def warm_up(tablebase) -> None:
+def warm_up(tablebase: Tablebase) -> None:
     """Load the kernels a position report uses (numba's cache), reading at
     most a layer of two seeds."""
     position_report(tablebase, Game(Position.initial()))
     position_report(tablebase, Game(Position.from_string("0-0-0-0-0-1/1-0-0-0-0-0 S")))
 
 
-def line_report(tablebase, position: Position, max_plies: int) -> dict:
+def line_report(tablebase: Tablebase, position: Position, max_plies: int) -> dict:
     """The perfect-play line from `position` (Tablebase.line): moves, captures,
     how it ends and the final score."""
     line = tablebase.line(position, max_plies=max_plies)

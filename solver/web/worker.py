@@ -22,9 +22,14 @@ import subprocess
 import sys
 import threading
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AweleError, MissingTableError
 from . import oracle
+
+if TYPE_CHECKING:  # the child imports them when it starts; the server never does
+    from ..probe import Tablebase
+    from ..search import Searcher
 
 START_TIMEOUT = 300.0  # seconds a fresh child may take to open its tables (layers to 20: about 10 s)
 
@@ -33,7 +38,7 @@ class JobError(Exception):
     """A job the child refused: a user error (`user` True, a 400) or a
     failure of the tables or of the child itself (a 503)."""
 
-    def __init__(self, message, user=False):
+    def __init__(self, message: str, user: bool = False) -> None:
         super().__init__(message)
         self.user = user
 
@@ -42,7 +47,7 @@ class JobTimeout(Exception):
     """A job ran past its time limit; the child was stopped."""
 
 
-def _run_job(tablebase, searcher, job, args):
+def _run_job(tablebase: Tablebase, searcher: Searcher, job: str, args: dict[str, Any]) -> Any:
     if job == "search":
         game = oracle.parse_game(args["position"], args["moves"])
         return oracle.search_report(searcher, game, args["time"], args["cycles"], args["move_values"])
@@ -50,7 +55,9 @@ def _run_job(tablebase, searcher, job, args):
         game = oracle.parse_game(args["position"], args["moves"])
         return oracle.line_report(tablebase, game.position, args["max_plies"])
     if job == "best_move":
-        return tablebase.best_move(oracle.parse_game(args["position"], args["moves"])).move
+        best = tablebase.best_move(oracle.parse_game(args["position"], args["moves"]))
+        assert best is not None, "best_move with its progress ranking always chooses"
+        return best.move
     if job == "engine_search":
         game = oracle.parse_game(args["position"], args["moves"])
         return searcher.search(game, time=args["time"], cycles="own").as_dict()
@@ -62,7 +69,7 @@ def _run_job(tablebase, searcher, job, args):
     raise ValueError(f"unknown job {job!r}")
 
 
-def _main(connection, directory):
+def _main(connection: Connection, directory: str) -> None:
     """The child: open the tables, say ready, then answer jobs until the pipe closes."""
     from ..probe import Tablebase
     from ..search import Searcher
@@ -100,22 +107,23 @@ class Worker:
     for the answer; past that it ends the child and raises JobTimeout.
     """
 
-    def __init__(self, directory):
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = str(directory)
         self._lock = threading.Lock()
-        self._process = None
-        self._connection = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._connection: Connection | None = None
         self._ready = False
 
-    def start(self):
+    def start(self) -> None:
         """Start the child now (in the background: it opens its tables while
         the server answers table lookups)."""
         with self._lock:
             self._ensure_started()
 
-    def _ensure_started(self):
-        if self._process is not None and self._process.poll() is None:
-            return
+    def _ensure_started(self) -> Connection:
+        """The connection to the running child, started first if there is none."""
+        if self._process is not None and self._process.poll() is None and self._connection is not None:
+            return self._connection
         self._stop()
         ours, theirs = socket.socketpair()
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -131,15 +139,16 @@ class Worker:
             theirs.close()
         self._process, self._connection = process, Connection(ours.detach())
         self._ready = False
+        return self._connection
 
-    def _wait_ready(self):
+    def _wait_ready(self, connection: Connection) -> None:
         if self._ready:
             return
-        if not self._connection.poll(START_TIMEOUT):
+        if not connection.poll(START_TIMEOUT):
             self._stop()
             raise JobError("the search process did not start in time")
         try:
-            status, message = self._connection.recv()
+            status, message = connection.recv()
         except (EOFError, OSError):
             self._stop()
             raise JobError("the search process stopped while opening the tables") from None
@@ -148,16 +157,16 @@ class Worker:
             raise JobError(message)
         self._ready = True
 
-    def call(self, job: str, args: dict, timeout: float):
+    def call(self, job: str, args: dict[str, Any], timeout: float) -> Any:
         """Run `job` with `args` in the child; its result, or JobError / JobTimeout."""
         with self._lock:
-            self._ensure_started()
-            self._wait_ready()
+            connection = self._ensure_started()
+            self._wait_ready(connection)
             try:
-                self._connection.send((job, args))
-                answered = self._connection.poll(timeout)
+                connection.send((job, args))
+                answered = connection.poll(timeout)
                 if answered:
-                    status, payload = self._connection.recv()
+                    status, payload = connection.recv()
             except (EOFError, OSError, BrokenPipeError):
                 self._stop()
                 raise JobError("the search process stopped unexpectedly; "
@@ -169,7 +178,7 @@ class Worker:
             return payload
         raise JobError(payload, user=status == "user")
 
-    def _stop(self):
+    def _stop(self) -> None:
         if self._connection is not None:
             self._connection.close()
         if self._process is not None and self._process.poll() is None:
@@ -182,7 +191,7 @@ class Worker:
         self._process = self._connection = None
         self._ready = False
 
-    def close(self):
+    def close(self) -> None:
         """End the child."""
         with self._lock:
             self._stop()
