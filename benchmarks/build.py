@@ -4,6 +4,7 @@
     python benchmarks/build.py --max-seeds 32 --dir databases --no-compare   # resumable, in place
     python benchmarks/build.py --recorded databases                          # what the files recorded
     python benchmarks/memory.py --out memory.json && python benchmarks/build.py --ceiling memory.json
+    python benchmarks/build.py --layer 19 --dir D    # layer 19 alone, in memory, over D's layers 4..17
 
 Prints one JSON object per layer (positions, seconds, positions/s, exit
 passes, peak RSS, working bytes per position) and a summary with the total
@@ -28,6 +29,12 @@ cores), each under /usr/bin/time -v for the peak RSS; it prints both runs'
 per-layer rows, then the overhead ratio (distributed / single seconds),
 the bytes exchanged per position, the share of time spent communicating,
 and whether every layer's values agree.
+
+--layer K --dir D solves layer K alone, in memory, over the smaller layers
+D holds (nothing is written), and prints its stats, the SHA-256 of its
+values and whether it is the one tests/data/layer_sha256.json recorded.
+Run with PYTHONPATH at another checkout, it times that checkout's builder
+on the same layer: alternate the two to compare builders back to back.
 
 --recorded D reads, for every layer in D, the build time, threads, peak RSS
 and exit passes each file recorded when it was built, and the bytes a
@@ -132,6 +139,20 @@ def compare_processes(max_seeds, processes, threads):
           f"{100 * summary['communication_share']:.0f}% of the time communicating; same values: {same}")
 
 
+def one_layer(seeds, directory, threads):
+    store = build.load_layers(directory, retrograde.exit_layers(seeds), LayerStore(seeds))
+    rows_tables = index.RowTables(seeds).arrays
+    started = time.perf_counter()
+    values, stats = retrograde.solve_layer(seeds, store, threads=threads, rows=rows_tables)
+    stats["wall_seconds"] = time.perf_counter() - started
+    stats.pop("stages")
+    stats["sha256"] = hashlib.sha256(values.tobytes()).hexdigest()
+    recorded_hashes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "layer_sha256.json")
+    with open(recorded_hashes) as handle:
+        stats["recorded_sha256"] = json.load(handle)["sha256"].get(str(seeds)) == stats["sha256"]
+    print(json.dumps({"benchmark": "build-layer", "seeds": seeds, "threads": threads, **stats}))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-seeds", type=int, default=20)
@@ -141,6 +162,7 @@ def main():
     parser.add_argument("--compare-layer", type=int, default=None)
     parser.add_argument("--no-compare", action="store_true", help="skip the 1-thread comparison")
     parser.add_argument("--recorded", metavar="DIR", default=None, help="print what the files of DIR recorded")
+    parser.add_argument("--layer", type=int, default=None, help="solve this layer alone over --dir's (see above)")
     parser.add_argument("--ceiling", metavar="FILE", default=None,
                         help="benchmarks/memory.py --out JSON: report each layer's share of that update rate")
     parser.add_argument("--processes", type=int, default=None,
@@ -148,6 +170,11 @@ def main():
     args = parser.parse_args()
     if args.recorded:
         recorded(args.recorded)
+        return
+    if args.layer is not None:
+        if not args.dir:
+            sys.exit("--layer needs --dir, the folder holding the smaller layers")
+        one_layer(args.layer, args.dir, args.threads)
         return
     if args.processes:
         compare_processes(args.max_seeds, args.processes, args.threads)
