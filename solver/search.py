@@ -660,7 +660,9 @@ class Searcher:
         end gives (exact). A move whose position the tables hold is valued
         from them at once (exact under the tables' convention: rule
         "split"). A Game's history counts for repetitions ("own" cycles). A
-        value is None when its search finished no iteration.
+        move whose timed search finished no iteration is searched one ply
+        (a few nodes) so that it has a value; under a node limit too small
+        for one iteration its value is None.
         """
         game = position if isinstance(position, Game) else Game(as_position(position))
         current = game.position
@@ -690,6 +692,10 @@ class Searcher:
                         cycles=cycles,
                         threads=threads,
                     )
+                    if result.value is None and depth is None and nodes is None:
+                        # Not one iteration in its share of the time (a loaded machine): one
+                        # ply, a few nodes, so that every move has a value.
+                        result = self.search(game, depth=1, cycles=cycles, threads=1)
                     value = None if result.value is None else captured - result.value
                     exact, rule, repeats = result.exact, result.rule, False
             finally:
