@@ -1117,7 +1117,7 @@ def uci_command(directory):
     """
     from .uci import main as speak
 
-    sys.exit(speak(directory))
+    speak(directory)
 
 
 def main(argv=None):
