@@ -163,8 +163,16 @@ class AweleEngine:
     def new_game(self):
         from solver.search import Searcher
 
+        wait = getattr(self.searcher, "wait_for_tables", None)
+        if callable(wait):
+            wait()  # the last game's Searcher reads no more into the shared Tablebase
         try:
             self.searcher = Searcher(self.tablebase, **self.made)
+            # Every table it holds, in memory before the game rather than during
+            # it, so that each game is played with the same tables.
+            wait = getattr(self.searcher, "wait_for_tables", None)
+            if callable(wait):
+                wait()
             # The first search clears the transposition table (its memory's first
             # touch): done before the game, off the clock.
             self.searcher.search(Position.initial(), depth=1, cycles=self.searched.get("cycles", "own"))

@@ -1134,7 +1134,7 @@ def uci_command(directory):
     """
     from .uci import main as speak
 
-    sys.exit(speak(directory))
+    speak(directory)
 
 
 def main(argv=None):

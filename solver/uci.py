@@ -35,7 +35,6 @@ True
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import sys
@@ -58,8 +57,8 @@ ENGINE_AUTHOR = "the awele authors"
 DEFAULT_MOVE_SECONDS = 3.0  # a bare `go`, as Aalina does without limits
 MOVES_TO_GO = 30  # moves the clock is shared over when the GUI does not say
 RESPONSE_MARGIN = 0.02  # seconds kept back from a move time for reading and answering
-SLICE_SECONDS = (0.25, 0.5, 1.0, 2.0)  # an unlimited search without a stop hook: searches this long, then 2 s each
 NULL_MOVE = "0000"
+RULE_WORDS = {"true": "true repetition rule", "split": "tables' convention (endless play split evenly)"}
 _DIAGRAM = re.compile(r"^(\d+)(?:-(\d+)){13}-([SN])$")
 _LETTERS = set(HOUSE_LETTERS["S"] + HOUSE_LETTERS["N"])
 
@@ -223,7 +222,7 @@ def table_answer(tablebase, game: Game) -> Answer:
     best = tablebase.best_move(game)
     line = tablebase.line(game.position, max_plies=12).moves
     line = tuple(line) if line and line[0] == best.move else (best.move,)
-    rule = "true repetition rule" if best.rule == "true" else "tables (endless play split evenly)"
+    rule = RULE_WORDS[str(best.rule)]
     return Answer(best.move, best.value, True, rule, "table", 0, 0, _time.perf_counter() - started, line)
 
 
@@ -246,7 +245,7 @@ class UciEngine:
 
             directory = default_directory()
         self.options = {"hash": 64, "threads": None, "tables": str(directory), "maxtableseeds": -1,
-                        "usetables": True, "cycles": "own", "evaluation": None}
+                        "usetables": True, "cycles": "own", "evaluation": "learned"}
         self.game = Game()
         self.searcher = None
         self._searcher_key = None
@@ -336,14 +335,9 @@ class UciEngine:
     def _ucinewgame(self, arguments):
         if self.searching():
             raise UciError("a search is running; send stop first")
+        # The transposition table carries over: its entries hold in any game
+        # (a score that rests on the path above a node is never stored).
         self.game = Game()
-        # A fresh transposition table for the new game, made now rather than on
-        # the clock of the first go (the tables read stay in memory).
-        self._searcher_key = None
-        try:
-            self._ensure_searcher()
-        except AweleError as error:
-            self.log(f"not ready to search: {error}")
 
     def _debug(self, arguments):
         self.debug = arguments[:1] != ["off"]
@@ -400,32 +394,22 @@ class UciEngine:
 
     # Options ---------------------------------------------------------------------
 
-    def _searcher_parameters(self):
-        from .search import Searcher
-
-        return set(inspect.signature(Searcher.__init__).parameters)
-
     def _option_lines(self):
-        accepted = self._searcher_parameters()
         options = self.options
-        lines = [f"option name Hash type spin default {options['hash']} min 1 max 65536"]
-        if "threads" in accepted:
-            lines.append(f"option name Threads type spin default {os.cpu_count() or 1} min 1 max 256")
-        lines += [
+        return [
+            f"option name Hash type spin default {options['hash']} min 1 max 65536",
+            f"option name Threads type spin default {os.cpu_count() or 1} min 1 max 256",
             f"option name Tables type string default {options['tables']}",
             "option name MaxTableSeeds type spin default -1 min -1 max 48",
             "option name UseTables type check default true",
             "option name Cycles type combo default own var own var split",
+            "option name Evaluation type combo default learned var learned var zero",
         ]
-        if "evaluation" in accepted:
-            lines.append("option name Evaluation type combo default learned var learned var zero")
-        return lines
 
     def _set(self, name, value):
-        accepted = self._searcher_parameters()
         if name == "hash":
             self.options["hash"] = self._whole(name, value, 1, 65536)
-        elif name == "threads" and "threads" in accepted:
+        elif name == "threads":
             self.options["threads"] = self._whole(name, value, 1, 256)
         elif name in ("tables", "tablespath"):
             if not value or not os.path.isdir(value):
@@ -441,7 +425,7 @@ class UciEngine:
             if value not in ("own", "split"):
                 raise UciError(f"Cycles: write own or split, got {value!r}")
             self.options["cycles"] = value
-        elif name == "evaluation" and "evaluation" in accepted:
+        elif name == "evaluation":
             if value not in ("learned", "zero"):
                 raise UciError(f"Evaluation: write learned or zero, got {value!r}")
             self.options["evaluation"] = value
@@ -455,8 +439,8 @@ class UciEngine:
         return int(value)
 
     def _ensure_searcher(self):
-        """The Searcher for the current options, made anew when they changed or a new
-        game began. The tables already read are kept while the tables options stay."""
+        """The Searcher for the current options, made anew when they changed. The
+        tables already read are kept while the tables options stay."""
         from .probe import Tablebase
         from .search import Searcher
 
@@ -469,15 +453,16 @@ class UciEngine:
         key = (tables_key, options["hash"], options["threads"], options["evaluation"])
         if self.searcher is not None and key == self._searcher_key:
             return self.searcher
+        if self.searcher is not None:
+            # The tables it reads in the background: let that end before another
+            # Searcher reads into the same Tablebase, or before it is closed.
+            self.searcher.wait_for_tables()
         if self._tablebase is None or self._tablebase_key != tables_key:
             if self._tablebase is not None:
                 self._tablebase.close()
             self._tablebase, self._tablebase_key = Tablebase(options["tables"]), tables_key
-        arguments = {"hash_mb": options["hash"], "max_table_seeds": max_table_seeds}
-        accepted = self._searcher_parameters()
-        for name in ("threads", "evaluation"):
-            if name in accepted and options[name] is not None:
-                arguments[name] = options[name]
+        arguments = {"hash_mb": options["hash"], "max_table_seeds": max_table_seeds, "threads": options["threads"],
+                     "evaluation": options["evaluation"]}
         try:
             searcher = Searcher(self._tablebase, **arguments)
         except AweleError as error:
@@ -547,33 +532,17 @@ class UciEngine:
         arguments = {"depth": limits.depth, "nodes": limits.nodes, "cycles": options["cycles"]}
 
         def progress(depth, value, exact, nodes, seconds):
+            if self._stop.is_set():
+                searcher.stop()  # a stop that came before the search had begun
             self.say(f"info depth {depth} score cp {100 * value} nodes {nodes} time {round(1000 * seconds)} "
                      f"nps {round(nodes / seconds) if seconds > 0 else 0}")
 
-        unlimited = time_left is None and limits.depth is None and limits.nodes is None
-        if unlimited and not callable(getattr(searcher, "stop", None)):
-            return self._sliced(searcher, game, arguments, progress)
         result = searcher.search(game, time=time_left, progress=progress, **arguments)
         return self._from_result(result)
 
-    def _sliced(self, searcher, game, arguments, progress):
-        """An unlimited search with a Searcher that cannot be stopped from outside:
-        searches of growing length (SLICE_SECONDS, then the last one again) until
-        stop or an exact value; the deepest one answers."""
-        best = None
-        for round_number in range(1 << 30):
-            seconds = SLICE_SECONDS[min(round_number, len(SLICE_SECONDS) - 1)]
-            result = searcher.search(game, time=seconds, progress=progress, **arguments)
-            if best is None or result.exact or result.depth >= best.depth:
-                best = result
-            if result.exact or self._stop.is_set():
-                break
-        return self._from_result(best)
-
     @staticmethod
     def _from_result(result):
-        # A Searcher that says which rule its value holds under is quoted; else its mode.
-        rule = getattr(result, "rule", None) or f"repetition: {result.cycles}"
+        rule = RULE_WORDS[result.rule]
         return Answer(result.move, result.value, bool(result.exact), rule, result.source, result.depth,
                       result.nodes, result.seconds, tuple(result.line))
 
@@ -596,9 +565,20 @@ class UciEngine:
                      f"source {answer.source}; {answer.rule}")
 
 
-def main(directory: str | None = None) -> int:
-    """Speak UCI on standard input and output."""
-    return UciEngine(directory=directory).run()
+def main(directory: str | None = None) -> None:
+    """Speak UCI on standard input and output, then end the process at once.
+
+    The process ends with os._exit: the Searcher may still be reading tables in
+    a background thread, and a normal exit can wait for that read (or, when the
+    interpreter stops that thread inside h5py, for ever), where a GUI expects
+    an engine to be gone soon after `quit`."""
+    status = UciEngine(directory=directory).run()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 __all__ = ["Answer", "Limits", "UciEngine", "UciError", "diagram", "main", "parse_diagram", "parse_go",

@@ -24,7 +24,7 @@ def no_tables(tmp_path_factory):
 
 
 def tiny(depth, folder):
-    return f"awele:depth={depth},max_table_seeds=0,hash_mb=1,tables={folder}"
+    return f"awele:depth={depth},max_table_seeds=0,hash_mb=1,threads=1,tables={folder}"
 
 
 def replayed(record):

@@ -77,6 +77,8 @@ def test_a_gui_session_from_the_opening(session):
     assert hello[0].startswith("id name awele") and hello[1].startswith("id author")
     assert any(line.startswith("option name Hash type spin") for line in hello)
     assert any(line.startswith("option name Tables type string") for line in hello)
+    assert any(line.startswith("option name Threads type spin") for line in hello)
+    assert any(line.startswith("option name Evaluation type combo") for line in hello)
     session.send("setoption name Hash value 16", "isready")
     assert session.until("readyok") == ["readyok"]
     session.send("ucinewgame", "isready")
