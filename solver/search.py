@@ -89,6 +89,7 @@ COMPONENT_RATE = 1_000_000  # component positions allowed per second of time lim
 STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
 STOP = 0  # control[STOP] != 0: every kernel of the search returns at its next check
 MAX_GROWTH = 4.0  # most an iteration is predicted to grow over the last (their ratio is noisy when short)
+STOP_MARGIN, STOP_MARGIN_SHARE = 0.010, 0.02  # the stop flag is set this much before the end (seconds, share)
 STOPPED, EXPIRED = 1, 2  # control[STOP]: the search is over; this deepening's deadline passed
 
 # Transposition table ---------------------------------------------------------
@@ -880,7 +881,10 @@ class _Run:
         self.timer = None
         self.end = end
         if end is not None:
-            self.timer = threading.Timer(max(0.0, end - _time.perf_counter()), self.stop)
+            # A little early: the threads still have to notice the flag, join
+            # and hand the result back, on a machine that may be busy.
+            margin = min(STOP_MARGIN, STOP_MARGIN_SHARE * (end - started))
+            self.timer = threading.Timer(max(0.0, end - margin - _time.perf_counter()), self.stop)
             self.timer.daemon = True
             self.timer.start()
 
