@@ -975,11 +975,11 @@ class _Run:
 
     def _help(self, helper, max_depth):
         """A helper thread: deepen from one or two plies beyond the main thread's
-        depth, on its own path and PV, until stopped or proven."""
+        depth, on its own path and PV, until stopped, proven or done with max_depth."""
         path_mover, path_opponent = self.path_mover.copy(), self.path_opponent.copy()
         pv, pv_length = np.zeros_like(self.pv), np.zeros_like(self.pv_length)
         done = 0
-        while not self.helper_control[STOP]:
+        while not self.helper_control[STOP] and done < max_depth:
             depth = min(max_depth, max(done + 1, self.next_depth + 1 + helper % 2))
             _, proven, used, aborted, _ = self._kernel(path_mover, path_opponent, depth, 1 << 62,
                                                        self.helper_control, pv, pv_length)
