@@ -53,21 +53,30 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Callable
 import time as _time
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
 
 from . import index
 from .component import PARTIAL_OFFSET, SolvedComponents, known_value  # noqa: F401 (PARTIAL_OFFSET, known_value: API)
-from .intrinsics import prefetch_row
 from .errors import GameOverError, MissingTableError, SearchError, TableError
 from .evaluation import evaluate, load_weights
+from .intrinsics import prefetch_row
 from .layers import available_memory
 from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
 from .probe import Tablebase
-from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
+from .rules import (
+    NOT_TERMINAL,
+    ROW,
+    board_seeds,
+    house_seeds,
+    legal_mask,
+    play,
+    row_seeds,
+    terminal_value,
+)
 
 BOUNDS_TIME_SHARE = 0.25  # of a time limit spent deepening when bounds are asked for (they cost about 3x that)
 MAX_PLY = 120  # deepest iteration; the stack has room for this plus the history
