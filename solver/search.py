@@ -53,17 +53,17 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Callable
 import time as _time
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
 
 from . import index
 from .component import SolvedComponents
-from .intrinsics import prefetch_row
 from .errors import GameOverError, MissingTableError, SearchError, TableError
 from .evaluation import evaluate, load_weights
+from .intrinsics import prefetch_row
 from .layers import available_memory, known_value
 from .limits import MAX_PLY
 from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
@@ -90,6 +90,7 @@ COMPONENT_RATE = 1_000_000  # component positions allowed per second of time lim
 STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
 STOP = 0  # control[STOP] != 0: every kernel of the search returns at its next check
 MAX_GROWTH = 4.0  # most an iteration is predicted to grow over the last (their ratio is noisy when short)
+STOP_MARGIN, STOP_MARGIN_SHARE = 0.010, 0.02  # the stop flag is set this much before the end (seconds, share)
 STOPPED, EXPIRED = 1, 2  # control[STOP]: the search is over; this deepening's deadline passed
 
 # Transposition table ---------------------------------------------------------
@@ -918,7 +919,10 @@ class _Run:
         self.timer = None
         self.end = end
         if end is not None:
-            self.timer = threading.Timer(max(0.0, end - _time.perf_counter()), self.stop)
+            # A little early: the threads still have to notice the flag, join
+            # and hand the result back, on a machine that may be busy.
+            margin = min(STOP_MARGIN, STOP_MARGIN_SHARE * (end - started))
+            self.timer = threading.Timer(max(0.0, end - margin - _time.perf_counter()), self.stop)
             self.timer.daemon = True
             self.timer.start()
 
@@ -1009,11 +1013,11 @@ class _Run:
 
     def _help(self, helper, max_depth):
         """A helper thread: deepen from one or two plies beyond the main thread's
-        depth, on its own path and PV, until stopped or proven."""
+        depth, on its own path and PV, until stopped, proven or done with max_depth."""
         path_mover, path_opponent = self.path_mover.copy(), self.path_opponent.copy()
         pv, pv_length = np.zeros_like(self.pv), np.zeros_like(self.pv_length)
         done = 0
-        while not self.helper_control[STOP]:
+        while not self.helper_control[STOP] and done < max_depth:
             depth = min(max_depth, max(done + 1, self.next_depth + 1 + helper % 2))
             _, proven, used, aborted, _ = self._kernel(path_mover, path_opponent, depth, 1 << 62,
                                                        self.helper_control, pv, pv_length)

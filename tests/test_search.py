@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from naive_search import TooLarge, naive_search_value
+from naive_solver import naive_value
 
 from solver import Position, index
 from solver.cli import cli
@@ -17,16 +19,13 @@ from solver.position import Game
 from solver.probe import Tablebase
 from solver.search import (
     MAX_PLY,
-    SearchError,
     Searcher,
+    SearchError,
     search,
     tt_probe,
     tt_store,
     tt_unpack,
 )
-
-from naive_search import TooLarge, naive_search_value
-from naive_solver import naive_value
 
 EVERY_POSITION_LAYERS = (2, 3, 4, 5, 6)
 
@@ -432,13 +431,16 @@ def test_stop_ends_a_search_without_limits_from_another_thread(table_dir):
     assert found[0].move in Position.initial().legal_moves() and not found[0].exact
 
 
-def _true_rule_value(board, memo={}):
+_TRUE_RULE_VALUES = {}
+
+
+def _true_rule_value(board):
     """d under the true rule all the way down: every capture's child is searched
     by the reference again, never read from a table."""
     key = tuple(board)
-    if key not in memo:
-        memo[key] = naive_search_value(list(board), _true_rule_value, "own", budget=20_000)
-    return memo[key]
+    if key not in _TRUE_RULE_VALUES:
+        _TRUE_RULE_VALUES[key] = naive_search_value(list(board), _true_rule_value, "own", budget=20_000)
+    return _TRUE_RULE_VALUES[key]
 
 
 def test_values_said_to_hold_under_the_true_rule_do(table_dir, tablebase):

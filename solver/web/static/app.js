@@ -182,7 +182,10 @@ function drawMoveValues(moves, exact) {
 }
 
 function drawSearch(found) {
-  const kind = found.exact ? "exact" : `estimate at depth ${found.depth}`;
+  // rule: what the value holds under; "split" when some of it comes from the
+  // tables (or a solved component), which count endless play as an even split.
+  const rule = found.rule === "true" ? "under the true rule" : "under the tables' even split of endless play";
+  const kind = (found.exact ? "exact" : `estimate at depth ${found.depth}`) + `, ${rule}`;
   const value = found.value === null ? "?" : signed(found.value);
   $("value").textContent = `${value} for ${sideName(found.to_move)} (${kind})`;
   $("predicted").textContent = found.predicted_result ? score(found.predicted_result) + (found.exact ? "" : " (estimate)") : "";
