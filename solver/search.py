@@ -50,9 +50,11 @@ explicit graph, and keeps the values it finds for later searches.
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import threading
+import weakref
 import time as _time
 from collections.abc import Callable
 
@@ -492,6 +494,20 @@ class SearchResult:
                 f"nodes={self.nodes})")
 
 
+# Background table readers, stopped between two layers when the interpreter
+# exits: a daemon thread caught inside HDF5 while atexit closes its files
+# would hold the exit up (or deadlock on h5py's lock).
+_EXITING = threading.Event()
+_LOADERS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_loaders() -> None:
+    _EXITING.set()
+    for loader in list(_LOADERS):
+        loader.join()
+
+
 def default_table_bytes() -> int:
     """Bytes of tables a Searcher reads by default: DEFAULT_TABLE_SHARE of the
     memory available now."""
@@ -598,10 +614,13 @@ class Searcher:
         self.tablebase.load(wanted[0])
         self._loader = threading.Thread(target=self._load_in_background, args=(wanted[1:],),
                                         name="awele-tables", daemon=True)
+        _LOADERS.add(self._loader)
         self._loader.start()
 
     def _load_in_background(self, layers):
         for n in layers:
+            if _EXITING.is_set():
+                return  # the interpreter is exiting: no new layer read (HDF5 is being closed)
             try:
                 self.tablebase.load(n)
             except (TableError, OSError) as error:  # a damaged file: the search goes on without that layer
