@@ -58,7 +58,7 @@ from numba import njit
 
 from . import index, retrograde
 from .intrinsics import prefetch_row
-from .errors import GameOverError, MissingTableError, SearchError
+from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
 from .layers import available_memory
 from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
 from .probe import Tablebase, value_packed
@@ -647,8 +647,12 @@ class Searcher:
                 if used > table_bytes:
                     break
                 wanted.append(n)
+        self.left_out = {}  # {layer: the error}: damaged layers searched without, as if not built
         for n in wanted:
-            self.tablebase.load(n)
+            try:
+                self.tablebase.load(n)
+            except (CorruptTableError, TableMismatchError) as error:
+                self.left_out[n] = error
 
     @property
     def table_layers(self):

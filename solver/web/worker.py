@@ -23,7 +23,7 @@ import sys
 import threading
 from multiprocessing.connection import Connection
 
-from ..errors import AweleError, MissingTableError
+from ..errors import AweleError, MissingTableError, TableError
 from . import oracle
 
 START_TIMEOUT = 300.0  # seconds a fresh child may take to open its tables (layers to 20: about 10 s)
@@ -33,9 +33,10 @@ class JobError(Exception):
     """A job the child refused: a user error (`user` True, a 400) or a
     failure of the tables or of the child itself (a 503)."""
 
-    def __init__(self, message, user=False):
+    def __init__(self, message, user=False, status=503):
         super().__init__(message)
         self.user = user
+        self.status = status  # for a failure: 500 for a damaged table, 503 otherwise
 
 
 class JobTimeout(Exception):
@@ -70,10 +71,14 @@ def _main(connection, directory):
     try:
         tablebase = Tablebase(directory)
         searcher = Searcher(tablebase)
-    except Exception as error:  # reported to the server, which answers 503 with it
-        connection.send(("failed", f"the search process cannot open the tables: {error}"))
+    except TableError as error:
+        connection.send(("failed", f"the search process cannot open the tables: {oracle.table_message(error)}"))
         return
-    connection.send(("ready", None))
+    except Exception as error:  # reported to the server, which answers 503 with it
+        connection.send(("failed", f"the search process cannot open the tables: {type(error).__name__}"))
+        return
+    # The damaged layers the Searcher left out, told as the clients are told.
+    connection.send(("ready", {n: oracle.table_message(e) for n, e in getattr(searcher, "left_out", {}).items()}))
     while True:
         try:
             job, args = connection.recv()
@@ -82,7 +87,9 @@ def _main(connection, directory):
         try:
             reply = ("ok", _run_job(tablebase, searcher, job, args))
         except MissingTableError as error:
-            reply = ("user", str(error))
+            reply = ("user", oracle.table_message(error))
+        except TableError as error:
+            reply = ("table", oracle.table_message(error))
         except AweleError as error:
             reply = ("user" if isinstance(error, ValueError) else "failed", str(error))
         except Exception as error:  # a bug or damaged data: the server answers 503 with it
@@ -106,6 +113,7 @@ class Worker:
         self._process = None
         self._connection = None
         self._ready = False
+        self.left_out = {}  # {layer: why}: damaged layers the child's search does without
 
     def start(self):
         """Start the child now (in the background: it opens its tables while
@@ -146,6 +154,7 @@ class Worker:
         if status != "ready":
             self._stop()
             raise JobError(message)
+        self.left_out = dict(message or {})
         self._ready = True
 
     def call(self, job: str, args: dict, timeout: float):
@@ -167,7 +176,7 @@ class Worker:
                 raise JobTimeout(f"took longer than {timeout:g} s and was stopped")
         if status == "ok":
             return payload
-        raise JobError(payload, user=status == "user")
+        raise JobError(payload, user=status == "user", status=500 if status == "table" else 503)
 
     def _stop(self):
         if self._connection is not None:
