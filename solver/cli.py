@@ -150,12 +150,19 @@ def perft_command(position, depth, as_json):
         click.echo(leaves)
 
 
+def _refuse_empty_directory(context, parameter, value):
+    if value is not None and not value.strip():
+        raise UserError("--dir needs a folder name, not an empty one")
+    return value
+
+
 def _directory_option(function):
     return click.option(
         "--dir",
         "directory",
         type=click.Path(file_okay=False),
         default=None,
+        callback=_refuse_empty_directory,
         help="Tables folder (default: $AWELE_DATABASES, else the checkout's databases/ or the user data folder).",
     )(function)
 
@@ -372,6 +379,8 @@ def plan(max_seeds, memory, directory, processes, memory_per_process, threads, b
     """
     from . import build as builder
 
+    if not math.isfinite(bandwidth):
+        raise UserError(f"--bandwidth must be a finite number of GB/s, not {bandwidth}")
     if processes is None:
         if memory_per_process is not None or threads is not None:
             raise UserError("--memory-per-process and --threads go with --processes")

@@ -603,6 +603,8 @@ class Searcher:
                  table_bytes=DEFAULT_TABLE_BYTES, component_limit=DEFAULT_COMPONENT_LIMIT):
         if tablebase is None or isinstance(tablebase, (str, bytes)) or hasattr(tablebase, "__fspath__"):
             tablebase = Tablebase(tablebase)
+        if not isinstance(tablebase, Tablebase):
+            raise SearchError(f"tablebase must be a Tablebase or a folder, got {type(tablebase).__name__}")
         self.tablebase = tablebase
         if isinstance(hash_mb, bool) or not isinstance(hash_mb, (int, float)) or not 0 < hash_mb < float("inf"):
             raise SearchError(f"hash_mb must be a positive number of MiB, got {hash_mb!r}")
@@ -735,6 +737,8 @@ class Searcher:
                         nodes=None if nodes is None else max(1, nodes // share),
                         cycles=cycles,
                     )
+                    if result.value is None:  # a limit too small for one depth: one ply is always searched
+                        result = self.search(game, depth=1, cycles=cycles)
                     value, exact = captured - result.value, result.exact
             finally:
                 game.undo()
