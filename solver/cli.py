@@ -212,17 +212,21 @@ def build(max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_inte
     """
     from . import distributed, tables
 
-    if threads is not None and threads > (os.cpu_count() or 1):
-        raise UserError(f"--threads {threads}: this machine has {os.cpu_count()} cores")
-    if not math.isfinite(checkpoint_interval):
-        raise UserError("--checkpoint-interval must be a finite number of seconds")
+    def check_options():
+        if threads is not None and threads > (os.cpu_count() or 1):
+            raise UserError(f"--threads {threads}: this machine has {os.cpu_count()} cores")
+        if not math.isfinite(checkpoint_interval):
+            raise UserError("--checkpoint-interval must be a finite number of seconds")
+
     directory = directory or tables.default_directory()
     processes = distributed.launched_processes()
     if processes == 1 and checkpoint_dir is None:
+        check_options()
         _build_here(max_seeds, directory, threads, _budget(memory), as_json, quiet)
         return
     exchange = distributed.world() if processes > 1 else distributed.Exchange()
     try:
+        check_options()
         _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval,
                            as_json, quiet)
     except BaseException as error:
@@ -240,6 +244,10 @@ def _distributed_failure(exchange, error):
     if isinstance(error, builder.CollectiveError):
         if exchange.rank == 0:
             raise UserError(str(error)) from None
+        sys.exit(EXIT_USER_ERROR)
+    if isinstance(error, UserError):  # a bad option: every process meets it alike, before any collective
+        if exchange.rank == 0:
+            raise error
         sys.exit(EXIT_USER_ERROR)
     if exchange.size == 1:
         raise error
