@@ -545,10 +545,11 @@ def _open_tablebase(directory, position, quiet=False):
 
         def announce(*_):
             # Once a layer is being solved, not before: a folder that cannot
-            # take the tables then fails in one line.
+            # take the tables then fails in one line. Only on a terminal, like
+            # the bar: a disk that fills up later is then one line too in a log.
             if not announced:
                 announced.append(True)
-                if not quiet:
+                if not quiet and sys.stderr.isatty():
                     click.echo(f"building the missing tables up to {needed} seeds in {directory} (once)", err=True)
 
         bar = tqdm(total=needed + 1, desc="tables", unit="layer", disable=quiet or not sys.stderr.isatty(),
