@@ -577,6 +577,35 @@ def second_pass(cases, source, work):
                      f"{response.status_code}, left out {info.get('left_out_of_search')}")
 
 
+def mpi_cases(cases, work):
+    """Under mpiexec -n 3: an error every process meets is one line; a second job on a folder is refused."""
+    if shutil.which("mpiexec") is None:
+        cases.record("mpi", True, "skipped (no mpiexec)")
+        return
+    folder = os.path.join(work, "mpi")
+    launch = ["mpiexec", "-n", "3", sys.executable, "-m", "solver", "build", "--dir", folder, "--quiet"]
+    for args in (["--max-seeds", "3", "--memory", "abc"], ["--max-seeds", "3", "--threads", "999"],
+                 ["--max-seeds", "3", "--memory", "1K"], ["--max-seeds", "3", "--checkpoint-dir", "/proc/awele"]):
+        done = subprocess.run([*launch, *args], capture_output=True, text=True, timeout=300)
+        err = "\n".join(line for line in done.stderr.splitlines() if not line.startswith(("compiling", "building")))
+        problem = one_line_error(done.returncode, "", err)
+        cases.record(f"mpi: {' '.join(args[2:])} is one line", not problem, problem or err.strip())
+    first = subprocess.Popen([*launch, "--max-seeds", "16"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(10)
+        second = subprocess.run([*launch, "--max-seeds", "16"], capture_output=True, text=True, timeout=300)
+        refused = second.returncode == 2 and "another awele build is running" in second.stderr
+        cases.record("mpi: a second job on the folder is refused", refused or first.poll() is not None,
+                     second.stderr.strip()[-200:] if not refused else "")
+    finally:
+        first.send_signal(signal.SIGINT)  # mpiexec passes it on to its processes (a kill would orphan them)
+        try:
+            first.wait(60)
+        except subprocess.TimeoutExpired:
+            first.kill()
+            first.wait()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -594,7 +623,8 @@ def main():
                   "folders": lambda: folders(cases, args.source, work),
                   "input": lambda: odd_input(cases, work),
                   "interrupts": lambda: interrupts(cases, args.source, work),
-                  "second pass": lambda: second_pass(cases, args.source, work)}
+                  "second pass": lambda: second_pass(cases, args.source, work),
+                  "mpi": lambda: mpi_cases(cases, work)}
         for name, group in groups.items():
             if args.only is None or args.only in name:
                 started = time.perf_counter()
