@@ -382,6 +382,230 @@ def interrupts(cases, source, work):
                      problem or f"{err.strip()} after {seconds:.1f} s" + (f"; left {left}" if left else ""))
 
 
+def second_pass(cases, source, work):
+    """The second hostile pass (issue 19): threads sharing a Tablebase, values
+    rewritten in place, crafted layouts (external storage on a pipe, virtual
+    datasets, external links), links at checkpoint names, odd input, limits
+    too small for one depth, and the web API's answers for a damaged layer."""
+    import threading
+
+    from solver import Position, tables
+    from solver.errors import TablebaseClosedError
+    from solver.probe import Tablebase
+
+    good = os.path.join(work, "good")
+    rng = np.random.default_rng(19)
+    positions = []
+    while len(positions) < 150:
+        seeds = int(rng.integers(1, SMALL + 1))
+        cuts = sorted(int(c) for c in rng.integers(0, seeds + 1, size=11))
+        houses = [b - a for a, b in zip([0] + cuts, cuts + [seeds])]
+        position = Position(houses, "SN"[int(rng.integers(2))], (0, 0))
+        if not position.is_over():
+            positions.append(position)
+    with Tablebase(good) as alone:
+        truth = [(alone.value(p), [(m.move, m.value) for m in alone.moves(p)]) for p in positions]
+    wrong = errors = 0
+    for _ in range(8):
+        shared = Tablebase(good)
+        got = {}
+
+        def work_on(worker, shared=shared, got=got):
+            try:
+                got[worker] = [(shared.value(p), [(m.move, m.value) for m in shared.moves(p)]) for p in positions]
+            except Exception as error:
+                got[worker] = repr(error)
+
+        threads = [threading.Thread(target=work_on, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(300)
+        shared.close()
+        for answers in got.values():
+            if isinstance(answers, str):
+                errors += 1
+            else:
+                wrong += sum(a != b for a, b in zip(answers, truth))
+    cases.record("threads: 4 x 8 fresh tablebases", wrong == 0 and errors == 0, f"{wrong} wrong, {errors} errors")
+    shared = Tablebase(good)
+    outcome = []
+
+    def until_closed():
+        try:
+            while True:
+                for p in positions:
+                    shared.value(p)
+                    outcome.append(True)
+        except TablebaseClosedError:
+            outcome.append("closed")
+        except Exception as error:
+            outcome.append(repr(error))
+
+    prober = threading.Thread(target=until_closed)
+    prober.start()
+    while not outcome:
+        time.sleep(0.01)
+    shared.close()
+    prober.join(60)
+    cases.record("threads: close during probes", outcome[-1] == "closed", str(outcome[-1]))
+
+    def refused_by_all(name, folder, seeds):
+        problems = []
+        for command in (["build", "--max-seeds", str(seeds), "--quiet"], ["verify", "--seeds", str(seeds)]):
+            status, out, err = awele(*command, "--dir", folder, timeout=120)
+            if command[0] == "build":
+                err = "\n".join(line for line in err.splitlines() if not line.startswith("compiling"))
+            problem = one_line_error(status, "", err)
+            if problem or f"awele-{seeds:02d}.h5" not in err:
+                problems.append(f"{command[0]}: {problem or err.strip()}")
+        status, out, err = awele("info", "--dir", folder, "--json", timeout=120)
+        rows = {row["seeds"]: row["status"] for row in json.loads(out)["layers"]} if status == 0 else {}
+        if rows.get(seeds) != "corrupt":
+            problems.append(f"info: {rows.get(seeds)} {err.strip()[-200:]}")
+        cases.record(name, not problems, "; ".join(problems))
+
+    for label, value in (("ten values rewritten in place", None), ("five fill values written in place", -128)):
+        folder = os.path.join(work, "rewritten")
+        shutil.rmtree(folder, ignore_errors=True)
+        copy_small(source, folder, top=8)
+        with h5py.File(os.path.join(folder, "awele-08.h5"), "r+") as handle:
+            dataset = handle["values"]
+            for rank in range(7, 7 + (10 if value is None else 5) * 4001, 4001):
+                dataset[rank] = value if value is not None else -int(dataset[rank]) - 1
+        refused_by_all(label, folder, 8)
+
+    for how in ("external storage", "external storage on a named pipe", "virtual dataset", "external link"):
+        folder = os.path.join(work, "crafted")
+        outside = os.path.join(work, "outside")
+        for place in (folder, outside):
+            shutil.rmtree(place, ignore_errors=True)
+        copy_small(source, folder, top=8)
+        os.makedirs(outside)
+        path = os.path.join(folder, "awele-08.h5")
+        values = tables.load_values(folder, 8)
+        with h5py.File(path, "r") as handle:
+            attributes = {key: handle.attrs[key] for key in handle.attrs}
+            crcs = handle["chunk_crc32"][...]
+        os.remove(path)
+        raw, holder = os.path.join(outside, "raw"), os.path.join(outside, "holder.h5")
+        if how.endswith("pipe"):
+            os.mkfifo(raw)
+        else:
+            values.tofile(raw)
+        with h5py.File(holder, "w") as other:
+            other.create_dataset("values", data=values)
+        with h5py.File(path, "w", libver=("v110", "v110")) as handle:
+            if how.startswith("external storage"):
+                handle.create_dataset("values", shape=values.shape, dtype=np.int8, external=[(raw, 0, values.size)])
+            elif how == "virtual dataset":
+                layout = h5py.VirtualLayout(shape=values.shape, dtype=np.int8)
+                layout[:] = h5py.VirtualSource(holder, "values", shape=values.shape)
+                handle.create_virtual_dataset("values", layout, fillvalue=-128)
+            else:
+                handle["values"] = h5py.ExternalLink(holder, "values")
+            handle.create_dataset("chunk_crc32", data=crcs)
+            for key, item in attributes.items():
+                handle.attrs[key] = item
+        try:
+            refused_by_all(f"crafted: {how}", folder, 8)
+        except subprocess.TimeoutExpired:
+            cases.record(f"crafted: {how}", False, "a command blocked on it")
+
+    folder, checkpoints = os.path.join(work, "linked"), os.path.join(work, "linked-checkpoints")
+    victim = os.path.join(work, "victim")
+    with open(victim, "w") as handle:
+        handle.write("keep me")
+    os.makedirs(checkpoints)
+    for seeds in range(11):
+        names = [f"awele-{seeds:02d}.checkpoint.json"] + [
+            f"awele-{seeds:02d}.stage-{stage:02d}.process-0-of-1.state" for stage in range(seeds + 2)]
+        for name in names:
+            for suffix in ("", ".tmp"):
+                os.symlink(victim, os.path.join(checkpoints, name + suffix))
+    status, out, err = awele("build", "--max-seeds", "10", "--dir", folder, "--checkpoint-dir", checkpoints,
+                             "--checkpoint-interval", "0", "--quiet")
+    kept = open(victim).read() == "keep me"
+    cases.record("links at every checkpoint name", status == 0 and kept,
+                 f"status {status}, target {'kept' if kept else 'overwritten'} {err.strip()[-200:]}")
+    for name, args in (("read-only checkpoint folder", ["--checkpoint-dir", "/proc/awele"]),
+                       ("checkpoint folder under a file", ["--checkpoint-dir", os.path.join(victim, "c")])):
+        status, out, err = awele("build", "--max-seeds", "3", "--dir", os.path.join(work, "cp"), *args, "--quiet")
+        err = "\n".join(line for line in err.splitlines() if not line.startswith("compiling"))
+        problem = one_line_error(status, "", err)
+        cases.record(name, not problem, problem or err.strip())
+
+    empty = os.path.join(work, "empty")
+    os.makedirs(empty, exist_ok=True)
+    for args in (["build", "--max-seeds", "2", "--dir", ""], ["plan", "--max-seeds", "3", "--processes", "2",
+                 "--bandwidth", "nan"], ["plan", "--max-seeds", "3", "--processes", "2", "--bandwidth", "inf"],
+                 ["best", "--moves", "1. 2. 3."], ["best", "--moves", "!? ?? +"]):
+        status, out, err = awele(*args, env={"AWELE_DATABASES": empty})
+        problem = one_line_error(status, out, err)
+        cases.record(f"input: {' '.join(args)}", not problem, problem or err.strip())
+    for args in (["--nodes", "1"], ["--nodes", "2", "--json"], ["--time", "1e-9"]):
+        status, out, err = awele("best", *args, env={"AWELE_DATABASES": empty})
+        ok = status == 0 and "Traceback" not in err + out and all(letter in out for letter in "ABCDEF")
+        cases.record(f"best {' '.join(args)}", ok, f"status {status} {err.strip()[-200:]}")
+    for name in ("awele-\u0661\u0664.h5", "awele-\uff11\uff14.h5"):
+        open(os.path.join(empty, name), "w").close()
+    cases.record("other digits are not layers", tables.built_layers(empty) == [], str(tables.built_layers(empty)))
+
+    try:
+        from fastapi.testclient import TestClient
+
+        from solver.web import create_app
+    except ImportError:
+        cases.record("web: damaged layer", True, "skipped (no fastapi)")
+        return
+    served = os.path.join(work, "served")
+    copy_small(source, served, top=12)
+    with h5py.File(os.path.join(served, "awele-09.h5"), "r+") as handle:
+        handle["values"][11] = -int(handle["values"][11]) - 1
+    with TestClient(create_app(served, max_search_time=0.3)) as client:
+        for path, body in (("/api/position", {"position": "0-2-1-0-1-1/1-1-0-1-1-0 S"}),
+                           ("/api/line", {"position": "0-2-1-0-1-1/1-1-0-1-1-0 S"}),
+                           ("/api/engine", {"position": "0-2-1-0-1-1/1-1-0-1-1-0 S", "time": 0.1})):
+            response = client.post(path, json=body)
+            message = response.json().get("error", "")
+            cases.record(f"web: damaged layer: {path}", response.status_code == 500 and "layer 9" in message
+                         and work not in message, f"{response.status_code} {message}")
+        response = client.post("/api/search", json={"position": "0-1-1-0-1-1/1-1-0-0-0-0 S", "time": 0.1})
+        info = client.get("/api/info").json()
+        cases.record("web: search goes on without the damaged layer",
+                     response.status_code == 200 and "9" in info.get("left_out_of_search", {}),
+                     f"{response.status_code}, left out {info.get('left_out_of_search')}")
+
+
+def mpi_cases(cases, work):
+    """Under mpiexec -n 3: an error every process meets is one line; a second job on a folder is refused."""
+    if shutil.which("mpiexec") is None:
+        cases.record("mpi", True, "skipped (no mpiexec)")
+        return
+    folder = os.path.join(work, "mpi")
+    launch = ["mpiexec", "-n", "3", sys.executable, "-m", "solver", "build", "--dir", folder, "--quiet"]
+    for args in (["--max-seeds", "3", "--memory", "abc"], ["--max-seeds", "3", "--threads", "999"],
+                 ["--max-seeds", "3", "--memory", "1K"], ["--max-seeds", "3", "--checkpoint-dir", "/proc/awele"]):
+        done = subprocess.run([*launch, *args], capture_output=True, text=True, timeout=300)
+        err = "\n".join(line for line in done.stderr.splitlines() if not line.startswith(("compiling", "building")))
+        problem = one_line_error(done.returncode, "", err)
+        cases.record(f"mpi: {' '.join(args[2:])} is one line", not problem, problem or err.strip())
+    first = subprocess.Popen([*launch, "--max-seeds", "16"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(10)
+        second = subprocess.run([*launch, "--max-seeds", "16"], capture_output=True, text=True, timeout=300)
+        refused = second.returncode == 2 and "another awele build is running" in second.stderr
+        cases.record("mpi: a second job on the folder is refused", refused or first.poll() is not None,
+                     second.stderr.strip()[-200:] if not refused else "")
+    finally:
+        first.send_signal(signal.SIGINT)  # mpiexec passes it on to its processes (a kill would orphan them)
+        try:
+            first.wait(60)
+        except subprocess.TimeoutExpired:
+            first.kill()
+            first.wait()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -398,7 +622,9 @@ def main():
                   "attributes": lambda: malformed(cases, args.source, work),
                   "folders": lambda: folders(cases, args.source, work),
                   "input": lambda: odd_input(cases, work),
-                  "interrupts": lambda: interrupts(cases, args.source, work)}
+                  "interrupts": lambda: interrupts(cases, args.source, work),
+                  "second pass": lambda: second_pass(cases, args.source, work),
+                  "mpi": lambda: mpi_cases(cases, work)}
         for name, group in groups.items():
             if args.only is None or args.only in name:
                 started = time.perf_counter()

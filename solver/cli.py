@@ -154,12 +154,19 @@ def perft_command(position, depth, as_json):
         click.echo(leaves)
 
 
+def _refuse_empty_directory(context, parameter, value):
+    if value is not None and not value.strip():
+        raise UserError("--dir needs a folder name, not an empty one")
+    return value
+
+
 def _directory_option(function):
     return click.option(
         "--dir",
         "directory",
         type=click.Path(file_okay=False),
         default=None,
+        callback=_refuse_empty_directory,
         help="Tables folder (default: $AWELE_DATABASES, else the checkout's databases/ or the user data folder).",
     )(function)
 
@@ -209,17 +216,21 @@ def build(max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_inte
     """
     from . import distributed, tables
 
-    if threads is not None and threads > (os.cpu_count() or 1):
-        raise UserError(f"--threads {threads}: this machine has {os.cpu_count()} cores")
-    if not math.isfinite(checkpoint_interval):
-        raise UserError("--checkpoint-interval must be a finite number of seconds")
+    def check_options():
+        if threads is not None and threads > (os.cpu_count() or 1):
+            raise UserError(f"--threads {threads}: this machine has {os.cpu_count()} cores")
+        if not math.isfinite(checkpoint_interval):
+            raise UserError("--checkpoint-interval must be a finite number of seconds")
+
     directory = directory or tables.default_directory()
     processes = distributed.launched_processes()
     if processes == 1 and checkpoint_dir is None:
+        check_options()
         _build_here(max_seeds, directory, threads, _budget(memory), as_json, quiet)
         return
     exchange = distributed.world() if processes > 1 else distributed.Exchange()
     try:
+        check_options()
         _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval,
                            as_json, quiet)
     except BaseException as error:
@@ -237,6 +248,10 @@ def _distributed_failure(exchange, error):
     if isinstance(error, builder.CollectiveError):
         if exchange.rank == 0:
             raise UserError(str(error)) from None
+        sys.exit(EXIT_USER_ERROR)
+    if isinstance(error, UserError):  # a bad option: every process meets it alike, before any collective
+        if exchange.rank == 0:
+            raise error
         sys.exit(EXIT_USER_ERROR)
     if exchange.size == 1:
         raise error
@@ -377,6 +392,8 @@ def plan(max_seeds, memory, directory, processes, memory_per_process, threads, b
     """
     from . import plan as model
 
+    if not math.isfinite(bandwidth):
+        raise UserError(f"--bandwidth must be a finite number of GB/s, not {bandwidth}")
     if processes is None:
         if memory_per_process is not None or threads is not None:
             raise UserError("--memory-per-process and --threads go with --processes")
@@ -533,10 +550,11 @@ def _open_tablebase(directory, position, quiet=False):
 
         def announce(*_):
             # Once a layer is being solved, not before: a folder that cannot
-            # take the tables then fails in one line.
+            # take the tables then fails in one line. Only on a terminal, like
+            # the bar: a disk that fills up later is then one line too in a log.
             if not announced:
                 announced.append(True)
-                if not quiet:
+                if not quiet and sys.stderr.isatty():
                     click.echo(f"building the missing tables up to {needed} seeds in {directory} (once)", err=True)
 
         bar = tqdm(total=needed + 1, desc="tables", unit="layer", disable=quiet or not sys.stderr.isatty(),

@@ -55,6 +55,15 @@ def _count(value: object) -> int:
     return int(value)
 
 
+def _side(to_move):
+    """'S' or 'N' from 'S', 's', 'South', ...; InvalidPositionError for anything else."""
+    side = str(to_move).upper() if isinstance(to_move, str) else to_move
+    side = {"SOUTH": SOUTH, "NORTH": NORTH}.get(side, side)
+    if side not in SIDES:
+        raise InvalidPositionError(f"side to move must be S or N, got {to_move!r}")
+    return side
+
+
 class Position:
     """A position: twelve houses (A..F, a..f), the side to move, captured seeds.
 
@@ -83,10 +92,7 @@ class Position:
         total = sum(houses) + sum(captured)
         if total > TOTAL_SEEDS:
             raise InvalidPositionError(f"{total} seeds in houses and stores; the game has only {TOTAL_SEEDS}")
-        side = str(to_move).upper() if isinstance(to_move, str) else to_move
-        side = {"SOUTH": SOUTH, "NORTH": NORTH}.get(side, side)
-        if side not in SIDES:
-            raise InvalidPositionError(f"side to move must be S or N, got {to_move!r}")
+        side = _side(to_move)
         self._houses = houses
         self._to_move = side
         self._captured = captured
@@ -137,8 +143,14 @@ class Position:
     @classmethod
     def from_mover_board(cls, board: Iterable[int], to_move: str = SOUTH,
                          captured: Iterable[int] = (0, 0)) -> Position:
-        """Build a position from 12 counts in mover view (mover's houses first)."""
-        board = [int(b) for b in board]
+        """Build a position from 12 counts in mover view (mover's houses first).
+
+        The counts must be integers (no float or text is converted), as for Position()."""
+        to_move = _side(to_move)
+        try:
+            board = [_count(b) for b in board]
+        except TypeError:
+            raise InvalidPositionError(f"house counts must be integers, got {board!r}") from None
         if to_move == NORTH:
             board = board[6:] + board[:6]
         return cls(board, to_move, captured)
@@ -380,7 +392,7 @@ class Game:
     _repeated: bool
 
     def __init__(self, position: Position | None = None) -> None:
-        self.start = position if position is not None else Position.initial()
+        self.start = as_position(position) if position is not None else Position.initial()
         self.positions = [self.start]
         self.moves = []
         self.captures = []
@@ -482,6 +494,8 @@ def parse_record(text: str) -> list[str]:
         if not match:
             raise InvalidRecordError(f"cannot read {token!r} in the record: moves are house letters A-F / a-f")
         moves.append(match["house"])
+    if not moves and text.strip():
+        raise InvalidRecordError(f"the record {text.strip()!r} holds no moves: write them as '1. F b 2. D a'")
     return moves
 
 
@@ -495,8 +509,7 @@ def perft(position: "Position | str", depth: int) -> int:
     >>> perft(Position.initial(), 4)
     1014
     """
-    if isinstance(position, str):
-        position = Position.from_string(position)
+    position = as_position(position)
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 0 <= depth <= MAX_PERFT_DEPTH:
         raise InvalidArgumentError(f"depth must be an integer 0..{MAX_PERFT_DEPTH}, got {depth!r}")
     mover, opponent = position.packed()

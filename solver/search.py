@@ -63,9 +63,9 @@ from numba import njit
 
 from . import index
 from .component import SolvedComponents
-from .errors import GameOverError, MissingTableError, SearchError, TableError
 from .evaluation import evaluate, load_weights
 from .intrinsics import prefetch_row
+from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
 from .layers import available_memory, known_value
 from .limits import MAX_PLY
 from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
@@ -85,7 +85,7 @@ RULES = ("true", "split")  # the repetition rule a value holds under (SearchResu
 EVALUATIONS = ("learned", "zero")  # how a horizon leaf is scored
 DEFAULT_HASH_MB = 64
 DEFAULT_COMPONENT_LIMIT = 4_000_000
-DEFAULT_TABLE_BYTES = 256 << 20  # game analysis' budget for its max_tables (solver.analysis)
+DEFAULT_TABLE_BYTES = 256 << 20  # tables the oracle's search process and game analysis' max_tables read at start
 DEFAULT_TABLE_SHARE = 0.25  # of the memory available when the Searcher starts, for tables read in the background
 PROOF_NODES = 2_000_000  # alpha-beta nodes tried before solving a component
 COMPONENT_RATE = 1_000_000  # component positions allowed per second of time limit
@@ -549,6 +549,8 @@ class Searcher:
         self.weights = load_weights(weights_file) if evaluation == "learned" else np.zeros(0)
         if tablebase is None or isinstance(tablebase, (str, bytes)) or hasattr(tablebase, "__fspath__"):
             tablebase = Tablebase(tablebase)
+        if not isinstance(tablebase, Tablebase):
+            raise SearchError(f"tablebase must be a Tablebase or a folder, got {type(tablebase).__name__}")
         self.tablebase = tablebase
         if isinstance(hash_mb, bool) or not isinstance(hash_mb, (int, float)) or not 0 < hash_mb < float("inf"):
             raise SearchError(f"hash_mb must be a positive number of MiB, got {hash_mb!r}")
@@ -566,7 +568,7 @@ class Searcher:
         self.components = SolvedComponents()
         self._run = None  # the search in progress, which stop() stops
         self._loader = None
-        self.table_errors = []  # (seeds, message) of the layers the background reader could not read
+        self.left_out = {}  # {layer: the error}: damaged or swapped layers the search does without
         self.table_budget = None  # bytes of tables to read, when chosen by bytes
         self._load_tables(max_table_seeds, table_bytes)
         self._warm_up()
@@ -593,7 +595,7 @@ class Searcher:
         if max_table_seeds is not None:
             for n in built:
                 if n <= max_table_seeds:
-                    self.tablebase.load(n)
+                    self._load(n)
             return
         background = table_bytes is None
         self.table_budget = default_table_bytes() if background else table_bytes
@@ -605,13 +607,13 @@ class Searcher:
             wanted.append(n)
         if not background or not wanted:
             for n in wanted:
-                self.tablebase.load(n)
+                self._load(n)
             return
         # The first load sizes the store for every built layer; the rest then
         # only fill their slots, so a kernel reading the store while the next
         # layer arrives sees each layer absent or whole (its `loaded` flag is
         # set after its values are in and checked).
-        self.tablebase.load(wanted[0])
+        self._load(wanted[0])
         self._loader = threading.Thread(target=self._load_in_background, args=(wanted[1:],),
                                         name="awele-tables", daemon=True)
         _LOADERS.add(self._loader)
@@ -621,10 +623,16 @@ class Searcher:
         for n in layers:
             if _EXITING.is_set():
                 return  # the interpreter is exiting: no new layer read (HDF5 is being closed)
-            try:
-                self.tablebase.load(n)
-            except (TableError, OSError) as error:  # a damaged file: the search goes on without that layer
-                self.table_errors.append((n, str(error)))
+            self._load(n)
+
+    def _load(self, seeds):
+        """Read layer `seeds` for the search; a damaged or swapped file is left
+        out (the search does without it, as if it were not built) and said in
+        `left_out`."""
+        try:
+            self.tablebase.load(seeds)
+        except (CorruptTableError, TableMismatchError, OSError) as error:
+            self.left_out[seeds] = error
 
     def wait_for_tables(self, timeout: float | None = None) -> bool:
         """Wait until the tables read in the background are in memory; True when they are."""

@@ -53,7 +53,7 @@ DEFAULT_DIRECTORY = "databases"
 ENVIRONMENT_VARIABLE = "AWELE_DATABASES"
 TEMPORARY_SUFFIX = ".tmp"
 SMALL_LAYER = 1 << 24  # histograms of layers up to this size use numpy (no kernel to load)
-FILE_NAME = re.compile(r"awele-(\d{2})\.h5")
+FILE_NAME = re.compile(r"awele-([0-9]{2})\.h5")  # ASCII digits: int() reads any Unicode digit
 
 
 def default_directory():

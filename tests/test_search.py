@@ -489,5 +489,5 @@ def test_tables_are_read_in_the_background_by_default(table_dir):
     first = searcher.search("2-2-2-2-2-0/2-2-2-2-1-1 S", depth=4)  # does not wait for the tables
     assert first.depth == 4
     assert searcher.wait_for_tables(timeout=300)
-    assert searcher.table_layers == list(range(13)) and searcher.table_errors == []
+    assert searcher.table_layers == list(range(13)) and searcher.left_out == {}
     assert searcher.table_budget > 0

@@ -162,15 +162,16 @@ def _install_error_handlers(app):
 
     @app.exception_handler(AweleError)
     async def awele_error(request, error):
-        if isinstance(error, (ValueError, MissingTableError)):
-            return _error(400, str(error))
+        # Table errors first: a damaged table is a ValueError too, but the server's fault.
+        if isinstance(error, MissingTableError):
+            return _error(400, oracle.table_message(error))
         if isinstance(error, TableError):
-            return _error(503, f"the tables cannot be read: {error}")
+            return _error(500, oracle.table_message(error))
         return _error(400, str(error))
 
     @app.exception_handler(JobError)
     async def job_error(request, error):
-        return _error(400 if error.user else 503, str(error))
+        return _error(400 if error.user else error.status, str(error))
 
     @app.exception_handler(JobTimeout)
     async def job_timeout(request, error):
@@ -325,7 +326,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         description="Exact values of Awele (Oware, Abapa rules) positions from the endgame tables, and search "
                     "above them. A value is the seeds the side to move captures from now on minus the seeds the "
                     "other side captures, under perfect play. Errors: 400 with {\"error\": message} for a bad "
-                    "request; 503 when the server is busy or a computation ran past its limit.",
+                    "request; 500 naming the layer when one of the server's tables is damaged; 503 when the "
+                    "server is busy or a computation ran past its limit.",
         lifespan=lifespan,
     )
     app.add_middleware(_BodyLimitAndTiming)
@@ -363,6 +365,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         return {
             "version": __version__,
             "layers": tablebase.layers(),
+            # Layers the search process found damaged and searches without (probes of them get a 500).
+            "left_out_of_search": {str(n): reason for n, reason in sorted(worker.left_out.items())},
             "max_search_time": max_search_time,
             "max_line_time": max_line_time,
             "max_analysis_time": max_analysis_time,

@@ -14,9 +14,10 @@ gives.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
-from ..errors import MissingTableError
+from ..errors import MissingTableError, TableError, TableMismatchError
 from ..position import Game, Position, outcome_of
 from ..report import EndReason, Outcome, move_rows, seeds_number
 
@@ -152,3 +153,19 @@ def line_report(tablebase: Tablebase, position: Position, max_plies: int) -> dic
         "result": _scores(line.result),
         "predicted_result": _scores(tablebase.predicted_result(position)),
     }
+
+
+_LAYER_NAMED = re.compile(r"awele-(\d{2})\.h5|no table for (\d+) seeds|layer (\d+)")
+
+
+def table_message(error: TableError) -> str:
+    """What a client is told about a table error: the layer, never the
+    server's paths. A missing layer is the request's (a 400); a damaged or
+    mismatched one is the server's (a 500)."""
+    match = _LAYER_NAMED.search(str(error))
+    layer = f"layer {int(next(g for g in match.groups() if g is not None))}" if match else "a layer"
+    if isinstance(error, MissingTableError):
+        return f"{layer} is not built on this server"
+    if isinstance(error, TableMismatchError):
+        return f"{layer} of this server's tables was built for another awele format: the server must rebuild it"
+    return f"{layer} of this server's tables is damaged (it fails its checks): the server must rebuild it"

@@ -24,7 +24,7 @@ import threading
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AweleError, MissingTableError
+from ..errors import AweleError, MissingTableError, TableError
 from . import oracle
 
 if TYPE_CHECKING:  # the child imports them when it starts; the server never does
@@ -38,9 +38,10 @@ class JobError(Exception):
     """A job the child refused: a user error (`user` True, a 400) or a
     failure of the tables or of the child itself (a 503)."""
 
-    def __init__(self, message: str, user: bool = False) -> None:
+    def __init__(self, message: str, user: bool = False, status: int = 503) -> None:
         super().__init__(message)
         self.user = user
+        self.status = status  # for a failure: 500 for a damaged table, 503 otherwise
 
 
 class JobTimeout(Exception):
@@ -72,15 +73,21 @@ def _run_job(tablebase: Tablebase, searcher: Searcher, job: str, args: dict[str,
 def _main(connection: Connection, directory: str) -> None:
     """The child: open the tables, say ready, then answer jobs until the pipe closes."""
     from ..probe import Tablebase
-    from ..search import Searcher
+    from ..search import DEFAULT_TABLE_BYTES, Searcher
 
     try:
         tablebase = Tablebase(directory)
-        searcher = Searcher(tablebase)
-    except Exception as error:  # reported to the server, which answers 503 with it
-        connection.send(("failed", f"the search process cannot open the tables: {error}"))
+        # The smaller layers, read before "ready" so that a damaged one is
+        # known (and left out) when the server first answers /api/info.
+        searcher = Searcher(tablebase, table_bytes=DEFAULT_TABLE_BYTES)
+    except TableError as error:
+        connection.send(("failed", f"the search process cannot open the tables: {oracle.table_message(error)}"))
         return
-    connection.send(("ready", None))
+    except Exception as error:  # reported to the server, which answers 503 with it
+        connection.send(("failed", f"the search process cannot open the tables: {type(error).__name__}"))
+        return
+    # The damaged layers the Searcher left out, told as the clients are told.
+    connection.send(("ready", {n: oracle.table_message(e) for n, e in getattr(searcher, "left_out", {}).items()}))
     while True:
         try:
             job, args = connection.recv()
@@ -89,7 +96,9 @@ def _main(connection: Connection, directory: str) -> None:
         try:
             reply = ("ok", _run_job(tablebase, searcher, job, args))
         except MissingTableError as error:
-            reply = ("user", str(error))
+            reply = ("user", oracle.table_message(error))
+        except TableError as error:
+            reply = ("table", oracle.table_message(error))
         except AweleError as error:
             reply = ("user" if isinstance(error, ValueError) else "failed", str(error))
         except Exception as error:  # a bug or damaged data: the server answers 503 with it
@@ -113,6 +122,7 @@ class Worker:
         self._process: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
         self._ready = False
+        self.left_out = {}  # {layer: why}: damaged layers the child's search does without
 
     def start(self) -> None:
         """Start the child now (in the background: it opens its tables while
@@ -155,6 +165,7 @@ class Worker:
         if status != "ready":
             self._stop()
             raise JobError(message)
+        self.left_out = dict(message or {})
         self._ready = True
 
     def call(self, job: str, args: dict[str, Any], timeout: float) -> Any:
@@ -176,7 +187,7 @@ class Worker:
                 raise JobTimeout(f"took longer than {timeout:g} s and was stopped")
         if status == "ok":
             return payload
-        raise JobError(payload, user=status == "user")
+        raise JobError(payload, user=status == "user", status=500 if status == "table" else 503)
 
     def _stop(self) -> None:
         if self._connection is not None:
