@@ -1,6 +1,7 @@
 """Search speed on a fixed suite: nodes/s and time to each depth, JSON out.
 
     python benchmarks/search.py [--dir DIR] [--table-seeds 12] [--depth-scale 0] [--cycles own]
+                                [--evaluation learned]
 
 The suite (solver/bench.py) is the opening, middlegames from two recorded
 games and endgames, each searched to a fixed depth with a fresh 64 MiB
@@ -26,12 +27,15 @@ def main():
     parser.add_argument("--table-seeds", type=int, default=SUITE_TABLE_SEEDS)
     parser.add_argument("--depth-scale", type=int, default=0, help="plies added to every suite depth")
     parser.add_argument("--cycles", choices=["own", "split"], default="own")
+    parser.add_argument("--evaluation", choices=["learned", "zero"], default="learned",
+                        help="how horizon leaves are scored")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="awele-search-") as scratch:
         directory = args.dir or scratch
         builder.build(args.table_seeds, directory)
-        result = bench_search(directory, args.table_seeds, args.depth_scale, args.cycles)
+        result = bench_search(directory, args.table_seeds, args.depth_scale, args.cycles,
+                              evaluation=args.evaluation)
     print(json.dumps(result, indent=2))
     for row in result["positions"]:
         print(f"{row['name']:40s} depth {row['depth']:3d}  {row['nodes']:>12,} nodes  {row['seconds']:7.2f} s  "
