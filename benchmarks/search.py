@@ -1,11 +1,11 @@
 """Search speed on a fixed suite: nodes/s and time to each depth, JSON out.
 
-    python benchmarks/search.py [--dir DIR] [--table-seeds 12] [--depth-scale 0] [--cycles own]
-                                [--evaluation learned]
+    python benchmarks/search.py [--dir DIR] [--table-seeds 12] [--depth-scale 0] [--cycles own] [--threads 1]
 
 The suite (solver/bench.py) is the opening, middlegames from two recorded
 games and endgames, each searched to a fixed depth with a fresh 64 MiB
-transposition table on one thread. Tables of 0..table-seeds seeds are read
+transposition table on one thread (or --threads: Lazy SMP, nodes of every
+thread counted). Tables of 0..table-seeds seeds are read
 into memory (built in a temporary folder when DIR lacks them). The first
 search compiles the kernel (or loads numba's cache) and is not timed.
 """
@@ -15,7 +15,8 @@ import json
 import os
 import tempfile
 
-os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # the build's threads; search threads are --threads
+
 
 from solver import build as builder  # noqa: E402
 from solver.bench import SUITE_TABLE_SEEDS, bench_search  # noqa: E402
@@ -27,14 +28,15 @@ def main():
     parser.add_argument("--table-seeds", type=int, default=SUITE_TABLE_SEEDS)
     parser.add_argument("--depth-scale", type=int, default=0, help="plies added to every suite depth")
     parser.add_argument("--cycles", choices=["own", "split"], default="own")
+    parser.add_argument("--threads", type=int, default=1, help="search threads (1: the recorded suite)")
     parser.add_argument("--evaluation", choices=["learned", "zero"], default="learned",
-                        help="how horizon leaves are scored")
+                        help="horizon leaves (zero: the leaf of the suite recorded before the learned evaluation)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="awele-search-") as scratch:
         directory = args.dir or scratch
         builder.build(args.table_seeds, directory)
-        result = bench_search(directory, args.table_seeds, args.depth_scale, args.cycles,
+        result = bench_search(directory, args.table_seeds, args.depth_scale, args.cycles, threads=args.threads,
                               evaluation=args.evaluation)
     print(json.dumps(result, indent=2))
     for row in result["positions"]:

@@ -52,12 +52,12 @@ def machine():
     return {"machine": platform.machine(), "python": platform.python_version(), "cpus": os.cpu_count()}
 
 
-def bench_search(directory, table_seeds=SUITE_TABLE_SEEDS, depth_scale=0, cycles="own", hash_mb=64,
+def bench_search(directory, table_seeds=SUITE_TABLE_SEEDS, depth_scale=0, cycles="own", hash_mb=64, threads=1,
                  evaluation="learned"):
     """Search every suite position to its depth (+ depth_scale) with a fresh
-    transposition table; nodes, nodes/s and the time to each depth.
-    `evaluation` scores the horizon leaves (Searcher's option)."""
-    searcher = Searcher(directory, max_table_seeds=table_seeds, hash_mb=hash_mb, evaluation=evaluation)
+    transposition table on `threads` threads; nodes (every thread's),
+    nodes/s and the time to each depth."""
+    searcher = Searcher(directory, max_table_seeds=table_seeds, hash_mb=hash_mb, threads=threads, evaluation=evaluation)
     searcher.search(Position.initial(), depth=2)  # compile or load numba's cache
     rows = []
     for name, game, depth in suite_positions():
@@ -89,14 +89,14 @@ def bench_search(directory, table_seeds=SUITE_TABLE_SEEDS, depth_scale=0, cycles
     return {
         "benchmark": "search",
         "cycles": cycles,
-        "evaluation": evaluation,
         "table_seeds": table_seeds,
         "positions": rows,
         "nodes": nodes,
         "seconds": seconds,
         "nps": nodes / seconds if seconds else 0.0,
         "median_nps": statistics.median(r["nps"] for r in rows if r["nps"] > 0),
-        "threads": 1,
+        "threads": threads,
+        "evaluation": evaluation,
         **machine(),
     }
 

@@ -556,7 +556,7 @@ def _score_text(position, scores):
 
 
 def _search_options(default_time):
-    """--depth/--time/--nodes/--cycles/--tables/--hash, shared by search, best and play."""
+    """--depth/--time/--nodes/--tables/--hash/--threads, shared by search and best."""
 
     def decorate(function):
         for option in reversed(
@@ -568,15 +568,21 @@ def _search_options(default_time):
                                   "0: until the value is exact)."),
                 click.option("--nodes", type=click.IntRange(min=1), default=None, help="Stop after this many nodes."),
                 click.option("--tables", "max_tables", type=click.IntRange(0, 48), default=None,
-                             help="Read tables up to this many seeds into memory (default: up to 1 GiB of them)."),
+                             help="Read tables up to this many seeds into memory (default: as many as fit in a "
+                                  "quarter of the memory available, read while the search runs)."),
                 click.option("--hash", "hash_mb", type=click.IntRange(1, 65536), default=64, show_default=True,
                              help="Transposition table size in MiB."),
+                _threads_option,
             ]
         ):
             function = option(function)
         return function
 
     return decorate
+
+
+_threads_option = click.option("--threads", type=click.IntRange(min=1), default=None,
+                               help="Search threads (default: every core; --nodes searches on one).")
 
 
 def _limits(depth, seconds, nodes, default_time):
@@ -590,11 +596,12 @@ def _limits(depth, seconds, nodes, default_time):
     return depth, (seconds or None), nodes
 
 
-def _searcher(directory, max_tables, hash_mb):
+def _searcher(directory, max_tables, hash_mb, threads=None):
     from . import tables
     from .search import Searcher
 
-    return Searcher(directory or tables.default_directory(), hash_mb=hash_mb, max_table_seeds=max_tables)
+    return Searcher(directory or tables.default_directory(), hash_mb=hash_mb, max_table_seeds=max_tables,
+                    threads=threads)
 
 
 def _search_dict(result):
@@ -622,6 +629,10 @@ def _report_depth(done, value, exact, nodes_so_far, elapsed):
                f"{elapsed:.2f} s  {rate:.1f} M nodes/s", err=True)
 
 
+def _rule_text(rule):
+    return "holds under the true rule" if rule == "true" else "holds under the tables' even split of endless play"
+
+
 def _echo_search(result):
     pos = result.position
     side = "South" if pos.to_move == "S" else "North"
@@ -636,7 +647,7 @@ def _echo_search(result):
     click.echo(f"position: {pos}")
     click.echo(f"best move: {result.move}")
     value = "?" if result.value is None else f"{result.value:+d}"
-    click.echo(f"value for {side} (to move): {value} ({kind}; repetition: {result.cycles})")
+    click.echo(f"value for {side} (to move): {value} ({kind}; repetition: {result.cycles}; {_rule_text(result.rule)})")
     if not result.exact and result.lower is not None:
         click.echo(f"proven bounds: {result.lower:+d} <= value <= {result.upper:+d}")
     click.echo(f"{how}: {result.nodes:,} nodes in {result.seconds:.2f} s ({result.nps / 1e6:.1f} M nodes/s)")
@@ -654,7 +665,8 @@ def _echo_search(result):
               help="When the value is not exact, also prove a lower and an upper bound (about two more iterations).")
 @_directory_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, cycles, bounds, directory, as_json):
+def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, threads, cycles, bounds, directory,
+                   as_json):
     """Alpha-beta search of POSITION above the tables in memory.
 
     Stops at the limits or as soon as the value is exact. Tables of smaller
@@ -663,7 +675,7 @@ def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, 
     """
     depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
     subject = _parse_game(position, moves)
-    searcher = _searcher(directory, max_tables, hash_mb)
+    searcher = _searcher(directory, max_tables, hash_mb, threads)
     result = _interruptible(lambda: searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles,
                                                     bounds=bounds, progress=None if as_json else _report_depth))
     if as_json:
@@ -681,7 +693,8 @@ def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, 
               help="Above the tables, repetition: own = the true rule (as `awele search`); split = the tables' (0).")
 @click.option("--bounds", is_flag=True, help="Above the tables, prove bounds on an inexact value (as `awele search`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def best_command(position, moves, directory, depth, seconds, nodes, max_tables, hash_mb, cycles, bounds, as_json):
+def best_command(position, moves, directory, depth, seconds, nodes, max_tables, hash_mb, threads, cycles, bounds,
+                 as_json):
     """The value of POSITION and of every legal move; the best ones marked.
 
     Above the tables it searches instead, with the same repetition rule and
@@ -705,7 +718,7 @@ def best_command(position, moves, directory, depth, seconds, nodes, max_tables, 
             half_nodes = None if nodes is None else max(1, nodes // 2)
 
             def searched():
-                searcher = _searcher(tablebase.directory, max_tables, hash_mb)
+                searcher = _searcher(tablebase.directory, max_tables, hash_mb, threads)
                 return (searcher.search(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles,
                                         bounds=bounds, progress=None if as_json else _report_depth),
                         searcher.move_values(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles))
@@ -890,7 +903,8 @@ cli.add_command(analyse_command, name="analyze")
               help="Seconds awele searches a move above the tables.")
 @click.option("--hash", "hash_mb", type=click.IntRange(1, 65536), default=64, show_default=True,
               help="Transposition table size in MiB.")
-def play(side, start, directory, seconds, hash_mb):
+@_threads_option
+def play(side, start, directory, seconds, hash_mb, threads):
     """Play against awele in the terminal: perfect play from the tables, search above them.
 
     Type a house letter to move, `values` for every move's value, `undo` to
@@ -910,10 +924,10 @@ def play(side, start, directory, seconds, hash_mb):
                     move = tablebase.line(current, max_plies=1).moves[0]
                 else:
                     if searcher is None:
-                        searcher = _searcher(tablebase.directory, None, hash_mb)
+                        searcher = _searcher(tablebase.directory, None, hash_mb, threads)
                     found = searcher.search(game, time=seconds, cycles="own")
                     move = found.move
-                    kind = "exact" if found.exact else f"depth {found.depth}"
+                    kind = f"exact, {_rule_text(found.rule)}" if found.exact else f"depth {found.depth}"
                     value = "?" if found.value is None else f"{found.value:+d}"
                     click.echo(f"(searched {found.nodes:,} nodes, value {value}, {kind})")
                 captured = game.play(move)
@@ -1086,6 +1100,24 @@ def serve(directory, host, port, max_search_time):
     click.echo(f"awele oracle on http://{shown}:{bound_port}/ ({held} in {directory}; API docs at /docs); "
                "Ctrl-C stops it", err=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[listener])
+
+
+@cli.command(name="uci")
+@_directory_option
+def uci_command(directory):
+    """Speak UCI on standard input and output, as Oware GUIs expect.
+
+    The dialect of Aalina and the Aualé GUI (docs/UCI.md): `position startpos
+    moves FbDa` or `position fen 4-4-4-4-4-4-4-4-4-4-4-4-0-0-S`, `go movetime
+    1000` (or wtime/btime, depth, nodes, infinite), `stop`, `quit`; answers
+    `info ... score cp ... pv ...` and `bestmove`. Positions whose layer is in
+    the tables (--dir, or the Tables option) are answered from them; others
+    are searched. Lines it does not understand are logged on stderr and
+    ignored.
+    """
+    from .uci import main as speak
+
+    sys.exit(speak(directory))
 
 
 def main(argv=None):

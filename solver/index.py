@@ -108,6 +108,19 @@ def _check_seeds(seeds):
     return int(seeds)
 
 
+_HASH_A = np.uint64(0x9E3779B97F4A7C15)
+_HASH_B = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+@njit(cache=True, inline="always")
+def position_hash(mover, opponent):
+    """A 64-bit hash of a packed position (both rows), for hash tables keyed
+    by position: the search's transposition table and a component's nodes.
+    Its low bits pick a slot; callers needing a check word multiply it again."""
+    h = mover * _HASH_A ^ (opponent * _HASH_B)
+    return h ^ (h >> np.uint64(29))
+
+
 @njit(cache=True, inline="always")
 def in_index(board):
     """False when all six opponent houses hold seeds (outside every layer)."""

@@ -51,19 +51,22 @@ explicit graph, and keeps the values it finds for later searches.
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Callable
 import time as _time
 
 import numpy as np
 from numba import njit
 
-from . import index, retrograde
+from . import index
+from .component import PARTIAL_OFFSET, SolvedComponents, known_value  # noqa: F401 (PARTIAL_OFFSET, known_value: API)
 from .intrinsics import prefetch_row
-from .errors import GameOverError, MissingTableError, SearchError
+from .errors import GameOverError, MissingTableError, SearchError, TableError
 from .evaluation import evaluate, load_weights
 from .layers import available_memory
 from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
-from .probe import Tablebase, value_packed
+from .probe import Tablebase
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 
 BOUNDS_TIME_SHARE = 0.25  # of a time limit spent deepening when bounds are asked for (they cost about 3x that)
@@ -74,61 +77,64 @@ NO_REPETITION = 1 << 40
 PROVEN = 255  # stored depth of a proven score: good at any depth
 EXACT, LOWER, UPPER = 3, 1, 2
 NO_MOVE = 7
-PARTIAL_OFFSET = 64  # component values are kept as d + 64, so 0 means unknown
 CYCLES = ("own", "split")
+RULES = ("true", "split")  # the repetition rule a value holds under (SearchResult.rule)
 EVALUATIONS = ("learned", "zero")  # how a horizon leaf is scored
 DEFAULT_HASH_MB = 64
 DEFAULT_COMPONENT_LIMIT = 4_000_000
-DEFAULT_TABLE_BYTES = 256 << 20  # tables read into memory for search, at most
+DEFAULT_TABLE_BYTES = 256 << 20  # game analysis' budget for its max_tables (solver.analysis)
+DEFAULT_TABLE_SHARE = 0.25  # of the memory available when the Searcher starts, for tables read in the background
 PROOF_NODES = 2_000_000  # alpha-beta nodes tried before solving a component
 COMPONENT_RATE = 1_000_000  # component positions allowed per second of time limit
+STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
+STOP = 0  # control[STOP] != 0: every kernel of the search returns at its next check
+MAX_GROWTH = 4.0  # most an iteration is predicted to grow over the last (their ratio is noisy when short)
+STOPPED, EXPIRED = 1, 2  # control[STOP]: the search is over; this deepening's deadline passed
 
-_HASH_A = np.uint64(0x9E3779B97F4A7C15)
-_HASH_B = np.uint64(0xC2B2AE3D27D4EB4F)
-
-
-# Table lookups -------------------------------------------------------------------
-
-
-@njit(cache=True, inline="always")
-def known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_starts):
-    """d of a non-terminal position from the tables or solved components, or
-    NOT_TERMINAL when neither knows it."""
-    if loaded[seeds]:
-        return value_packed(mover, opponent, flat, starts, loaded)
-    if partial_starts[seeds + 1] > partial_starts[seeds] and index.packed_in_index(opponent):
-        stored = partial[partial_starts[seeds] + index.rank_packed(mover, opponent, seeds)]
-        if stored != 0:
-            return np.int64(stored) - PARTIAL_OFFSET
-    return NOT_TERMINAL
-
-
-# Transposition table -------------------------------------------------------------
+# Transposition table ---------------------------------------------------------
 # One entry is three words: the two position words (the whole key, so no
 # collision can give a wrong value) and a data word:
-# bits 0-7 value + 128, 8-9 bound, 10-17 depth (255 proven), 18-20 move.
+# bits 0-7 value + 128, 8-9 bound, 10-17 depth (255 proven), 18-20 move,
+# 21 "rests on the tables' convention", 22-63 a check of the key.
+# Threads write entries without locks, so an entry can be torn (its words
+# from two writes); the check ties the data word to its key, and a probe
+# that finds them apart sees an empty entry (a false pass: 2**-42).
+
+DATA_BITS = 22
+_DATA_MASK = np.uint64((1 << DATA_BITS) - 1)
+_CHECK_MASK = ~_DATA_MASK
+_CHECK_MIX = np.uint64(0xD6E8FEB86659FD93)
 
 
 @njit(cache=True, inline="always")
-def _slot(mover, opponent, mask):
-    h = mover * _HASH_A ^ (opponent * _HASH_B)
-    h ^= h >> np.uint64(29)
-    return np.int64(h & mask) & ~np.int64(1)  # buckets of two entries
+def _slot(hashed, mask):
+    return np.int64(hashed & mask) & ~np.int64(1)  # buckets of two entries
+
+
+@njit(cache=True, inline="always")
+def _check(hashed):
+    return (hashed * _CHECK_MIX) & _CHECK_MASK
 
 
 @njit(cache=True, inline="always")
 def tt_probe(tt, mask, mover, opponent):
-    slot = _slot(mover, opponent, mask)
+    """The data word of the position's entry (check bits cleared), 0 if none."""
+    hashed = index.position_hash(mover, opponent)
+    slot = _slot(hashed, mask)
+    check = _check(hashed)
     for way in range(2):
-        if tt[slot + way, 0] == mover and tt[slot + way, 1] == opponent and tt[slot + way, 2] != 0:
-            return tt[slot + way, 2]
+        data = tt[slot + way, 2]
+        if tt[slot + way, 0] == mover and tt[slot + way, 1] == opponent and data & _CHECK_MASK == check:
+            return data & _DATA_MASK
     return np.uint64(0)
 
 
 @njit(cache=True, inline="always")
-def tt_store(tt, mask, mover, opponent, value, bound, depth, move):
-    data = np.uint64((value + 128) | (bound << 8) | (depth << 10) | (move << 18))
-    slot = _slot(mover, opponent, mask)
+def tt_store(tt, mask, mover, opponent, value, bound, depth, move, on_split=False):
+    hashed = index.position_hash(mover, opponent)
+    data = np.uint64((value + 128) | (bound << 8) | (depth << 10) | (move << 18) | (np.int64(on_split) << 21))
+    data |= _check(hashed)
+    slot = _slot(hashed, mask)
     if tt[slot, 0] == mover and tt[slot, 1] == opponent:
         old_depth = (tt[slot, 2] >> np.uint64(10)) & np.uint64(0xFF)
         if np.uint64(depth) >= old_depth:
@@ -160,19 +166,34 @@ def tt_unpack(data):
     return value, bound, depth, move
 
 
+@njit(cache=True, inline="always")
+def tt_on_split(data):
+    """Whether the entry's score rests on a value of the tables' convention."""
+    return (data >> np.uint64(21)) & np.uint64(1) != 0
+
+
 # The search kernel ---------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _search(
     path_mover, path_opponent, root, depth, split, tt, history,
-    flat, starts, loaded, partial, partial_starts, max_nodes, pv, pv_length, horizon, weights,
+    flat, starts, loaded, partial, partial_starts, max_nodes, control, pv, pv_length, horizon, weights,
 ):
     """Fail-soft alpha-beta from path[root] to `depth` plies, full window.
 
     path[0:root] holds the positions played before the root since the last
     capture (one per ply, oldest first); they count for repetitions. Returns
-    (score, proven, nodes, aborted); pv[root, :pv_length[root]] is the line.
+    (score, proven, nodes, aborted, on_split); pv[root, :pv_length[root]] is
+    the line. It stops (aborted) after `max_nodes` nodes or when
+    control[STOP] is set, which it reads every STOP_CHECK nodes; it holds no
+    GIL, so threads run it side by side on one shared `tt` (Lazy SMP).
+
+    on_split: the score rests on a value of the tables' convention (a table
+    or solved component value that repetition could change under the true
+    rule); in "own" mode a score without it holds under the true rule. A
+    table value of +n or -n right after a capture holds under both: the side
+    that takes every seed does so without letting any position repeat.
 
     A horizon leaf scores evaluation.evaluate(weights) (an empty `weights`:
     0, an even split) unless `horizon` asks for proven bounds; either way it
@@ -194,6 +215,7 @@ def _search(
     best = np.empty(stack, np.int64)
     remaining = np.empty(stack, np.int64)
     proven = np.empty(stack, np.bool_)
+    split_used = np.empty(stack, np.bool_)
     repeat = np.empty(stack, np.int64)
     best_move = np.empty(stack, np.int64)
     moves = np.empty((stack, ROW), np.int64)
@@ -215,13 +237,14 @@ def _search(
     have_result = False
     score = 0
     score_proven = False
+    score_split = False
     score_repeat = NO_REPETITION
 
     while True:
         if not have_result:
             # Enter the node at `ply`.
-            if nodes == max_nodes:
-                return 0, False, nodes, True
+            if nodes == max_nodes or (nodes % STOP_CHECK == 0 and control[STOP] != 0):
+                return 0, False, nodes, True, False
             nodes += 1
             mover = path_mover[ply]
             opponent = path_opponent[ply]
@@ -229,6 +252,7 @@ def _search(
             mask = legal_mask(mover, opponent)
             have_result = True
             score_proven = True
+            score_split = False
             score_repeat = NO_REPETITION
             if mask == 0:  # rules 5 and 6
                 score = terminal_value(mover, opponent)
@@ -250,6 +274,7 @@ def _search(
                 value = known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_starts)
                 if value != NOT_TERMINAL:
                     score = value
+                    score_split = not (since_capture[ply] == ply and (value == seeds or value == -seeds))
                     continue
                 data = tt_probe(tt, tt_mask, mover, opponent)
                 if data != 0:
@@ -267,6 +292,7 @@ def _search(
                             or (bound == UPPER and value <= alpha[ply])
                         ):
                             score = value
+                            score_split = tt_on_split(data)
                             continue
                 if remaining[ply] <= 0:
                     # horizon 0: the learned estimate (or an even split). +1 / -1:
@@ -297,7 +323,7 @@ def _search(
                     caps[ply, count] = captured
                     child_mover[ply, count] = cm
                     child_opponent[ply, count] = co
-                    prefetch_row(tt, _slot(cm, co, tt_mask))  # the child probes it soon
+                    prefetch_row(tt, _slot(index.position_hash(cm, co), tt_mask))  # the child probes it soon
                     key = history[house, house_seeds(mover, house)] + captured * (1 << 40)
                     if house == tt_move:
                         key = 1 << 50
@@ -321,11 +347,12 @@ def _search(
             best_move[ply] = NO_MOVE
             alpha0[ply] = alpha[ply]
             proven[ply] = True
+            split_used[ply] = False
             repeat[ply] = NO_REPETITION
         else:
             # A result for the node at `ply`: hand it to the parent.
             if ply == root:
-                return score, score_proven, nodes, False
+                return score, score_proven, nodes, False, score_split
             ply -= 1
             i = current[ply]
             value = caps[ply, i] - score
@@ -347,18 +374,20 @@ def _search(
                 score_repeat = repeat[ply]
                 if score_repeat >= ply:
                     tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, LOWER,
-                             PROVEN if score_proven else remaining[ply], best_move[ply])
+                             PROVEN if score_proven else remaining[ply], best_move[ply], score_split)
                 continue
             proven[ply] = proven[ply] and score_proven
+            split_used[ply] = split_used[ply] or score_split
             current[ply] = i + 1
             if current[ply] == move_count[ply]:
                 score = best[ply]
                 score_proven = proven[ply]
+                score_split = split_used[ply]
                 score_repeat = repeat[ply]
                 if score_repeat >= ply:
                     bound = EXACT if score > alpha0[ply] else UPPER
                     tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, bound,
-                             PROVEN if score_proven else remaining[ply], best_move[ply])
+                             PROVEN if score_proven else remaining[ply], best_move[ply], score_split)
                 continue
             have_result = False
         # Descend into the next move of the node at `ply`.
@@ -374,154 +403,6 @@ def _search(
         ply += 1
 
 
-# Component solver ----------------------------------------------------------------
-
-
-@njit(cache=True, inline="always")
-def _hash_slot(mover, opponent, mask):
-    h = mover * _HASH_A ^ (opponent * _HASH_B)
-    h ^= h >> np.uint64(31)
-    return np.int64(h & mask)
-
-
-@njit(cache=True)
-def _grow(array, size):
-    grown = np.empty((size,) + array.shape[1:], array.dtype)
-    grown[: array.shape[0]] = array
-    return grown
-
-
-@njit(cache=True)
-def _explore_component(mover0, opponent0, seeds, flat, starts, loaded, partial, partial_starts, limit):
-    """The graph of every position reachable from (mover0, opponent0) without a capture.
-
-    The graph is explored breadth first; a position already known (table or
-    earlier component) is a leaf whose exit is its value. Captures must land
-    in loaded tables. Returns (status, size, movers, opponents, exits,
-    children, fixed, first, parents): status 0 explored, 1 more than `limit`
-    positions, 2 a capture lands in a layer that is not loaded; exits and
-    children per node, fixed for leaves, and the predecessor lists
-    (parents of i: parents[first[i]:first[i + 1]]) for retrograde.solve_graph.
-    """
-    capacity = 1024
-    mask = np.uint64(4 * capacity - 1)
-    slots = np.full(4 * capacity, -1, np.int64)
-    movers = np.empty(capacity, np.uint64)
-    opponents = np.empty(capacity, np.uint64)
-    exits = np.empty(capacity, np.int64)
-    edges = np.empty((capacity, ROW), np.int64)
-    edge_count = np.empty(capacity, np.int64)
-    fixed = np.empty(capacity, np.bool_)
-    no_exit = -INFINITE
-
-    movers[0] = mover0
-    opponents[0] = opponent0
-    slots[_hash_slot(mover0, opponent0, mask)] = 0
-    size = 1
-    head = 0
-    while head < size:
-        mover = movers[head]
-        opponent = opponents[head]
-        edge_count[head] = 0
-        fixed[head] = True
-        moves = legal_mask(mover, opponent)
-        if moves == 0:
-            exits[head] = terminal_value(mover, opponent)
-            head += 1
-            continue
-        value = known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_starts)
-        if value != NOT_TERMINAL and head > 0:
-            exits[head] = value
-            head += 1
-            continue
-        fixed[head] = False
-        best = no_exit
-        for house in range(ROW):
-            if not moves & (1 << house):
-                continue
-            captured, cm, co = play(mover, opponent, house)
-            if captured > 0:
-                value = retrograde.move_value(captured, cm, co, seeds, flat, starts, loaded)
-                if value == retrograde.NOT_IN_USE:
-                    # No table in memory for the child's layer: a terminal
-                    # child, or one an earlier component solved.
-                    if legal_mask(cm, co) == 0:
-                        child = terminal_value(cm, co)
-                    else:
-                        child = known_value(cm, co, seeds - captured, flat, starts, loaded, partial, partial_starts)
-                        if child == NOT_TERMINAL:
-                            return _no_component(2, size)
-                    value = captured - child
-                if value > best:
-                    best = value
-                continue
-            slot = _hash_slot(cm, co, mask)
-            while slots[slot] >= 0 and not (movers[slots[slot]] == cm and opponents[slots[slot]] == co):
-                slot = (slot + 1) & np.int64(mask)
-            if slots[slot] < 0:
-                if size == limit:
-                    return _no_component(1, size)
-                if size == capacity:
-                    capacity *= 2
-                    movers = _grow(movers, capacity)
-                    opponents = _grow(opponents, capacity)
-                    exits = _grow(exits, capacity)
-                    edges = _grow(edges, capacity)
-                    edge_count = _grow(edge_count, capacity)
-                    fixed = _grow(fixed, capacity)
-                    mask = np.uint64(4 * capacity - 1)
-                    slots = np.full(4 * capacity, -1, np.int64)
-                    for k in range(size):
-                        s = _hash_slot(movers[k], opponents[k], mask)
-                        while slots[s] >= 0:
-                            s = (s + 1) & np.int64(mask)
-                        slots[s] = k
-                    slot = _hash_slot(cm, co, mask)
-                    while slots[slot] >= 0:
-                        slot = (slot + 1) & np.int64(mask)
-                movers[size] = cm
-                opponents[size] = co
-                slots[slot] = size
-                size += 1
-            edges[head, edge_count[head]] = slots[slot]
-            edge_count[head] += 1
-        exits[head] = best
-        head += 1
-
-    # Predecessor lists (compressed rows).
-    first = np.zeros(size + 1, np.int64)
-    for node in range(size):
-        for e in range(edge_count[node]):
-            first[edges[node, e] + 1] += 1
-    for node in range(size):
-        first[node + 1] += first[node]
-    parents = np.empty(first[size], np.int64)
-    fill = first[:size].copy()
-    for node in range(size):
-        for e in range(edge_count[node]):
-            child = edges[node, e]
-            parents[fill[child]] = node
-            fill[child] += 1
-
-    return 0, size, movers[:size], opponents[:size], exits[:size], edge_count[:size], fixed[:size], first, parents
-
-
-@njit(cache=True)
-def _no_component(status, size):
-    empty = np.zeros(0, np.int64)
-    return (status, size, np.zeros(0, np.uint64), np.zeros(0, np.uint64), empty, empty, np.zeros(0, np.bool_),
-            empty, empty)
-
-
-@njit(cache=True)
-def _keep_component(values, movers, opponents, fixed, seeds, partial, partial_starts):
-    """Write the solved values of a component's positions in the index to `partial` (as d + 64)."""
-    for node in range(values.shape[0]):
-        if not fixed[node] and index.packed_in_index(opponents[node]):
-            rank = index.rank_packed(movers[node], opponents[node], seeds)
-            partial[partial_starts[seeds] + rank] = values[node] + PARTIAL_OFFSET
-
-
 # Python API ----------------------------------------------------------------------
 
 
@@ -533,15 +414,22 @@ class SearchResult:
     finished iteration (leaves beyond it estimated); depth:
     plies of the deepest finished iteration (0 when answered from the
     tables); lower, upper: proven bounds on the value (both equal to it
-    when exact; None unless exact or asked for with bounds=True); nodes,
-    seconds, nps; line: the principal line as letters;
-    cycles: the repetition convention; source: "table", "component" or
-    "search"; iterations: (depth, value, exact, nodes, seconds) each.
+    when exact; None unless exact or asked for with bounds=True); nodes
+    (every thread's), seconds, nps; line: the principal line as letters;
+    cycles: the repetition convention searched under; rule: the rule the
+    value holds under, "true" (every repetition scored by the true rule)
+    or "split" (some of it, a table, a solved component, or the whole search
+    with cycles="split", scores endless play 0: under cycles="own" such a
+    value is exact only under the tables' convention for those positions);
+    source: "table", "component" or "search"; threads: threads that
+    searched; iterations: (depth, value, exact, nodes, seconds) each, of
+    the main thread.
     """
 
     def __init__(self, position, cycles):
         self.position = position
         self.cycles = cycles
+        self.rule = "split" if cycles == "split" else "true"
         self.move = None
         self.value = None
         self.exact = False
@@ -551,6 +439,7 @@ class SearchResult:
         self._line = []
         self._extend = None  # computes the rest of an exact line on first use
         self.source = "search"
+        self.threads = 1
         self.iterations = []
         self.component_positions = 0
         self.lower = None  # proven bounds on the value (equal to it when exact)
@@ -577,6 +466,7 @@ class SearchResult:
             "move": self.move,
             "value": self.value,
             "exact": self.exact,
+            "rule": self.rule,
             "lower": self.lower,
             "upper": self.upper,
             "depth": self.depth,
@@ -586,6 +476,7 @@ class SearchResult:
             "line": self.line,
             "cycles": self.cycles,
             "source": self.source,
+            "threads": self.threads,
             "component_positions": self.component_positions,
             "iterations": [
                 {"depth": d, "value": v, "exact": e, "nodes": n, "seconds": round(s, 6)}
@@ -595,18 +486,36 @@ class SearchResult:
 
     def __repr__(self):
         kind = "exact" if self.exact else f"depth {self.depth}"
-        return f"SearchResult(move={self.move!r}, value={self.value}, {kind}, nodes={self.nodes})"
+        return (f"SearchResult(move={self.move!r}, value={self.value}, {kind}, rule={self.rule!r}, "
+                f"nodes={self.nodes})")
+
+
+def default_table_bytes() -> int:
+    """Bytes of tables a Searcher reads by default: DEFAULT_TABLE_SHARE of the
+    memory available now."""
+    return int(available_memory() * DEFAULT_TABLE_SHARE)
 
 
 class Searcher:
     """A search engine with its transposition table, tables and solved components.
 
-    `tablebase`: a probe.Tablebase (or a directory); layers whose files exist
-    are read into memory up to `table_bytes` in all, smallest first, or
-    exactly up to `max_table_seeds` when given. A root whose own table exists
-    is answered from it even when that table is not in memory, unless it has
-    more than `max_table_seeds` seeds. Keep one Searcher for many searches:
-    the transposition table and the component values carry over.
+    `tablebase`: a probe.Tablebase (or a directory). Which layers are read
+    into memory for the search, smallest first:
+
+    - `max_table_seeds` given: exactly those up to it, before the
+      constructor returns;
+    - `table_bytes` given: as many as fit in that many bytes, before it
+      returns;
+    - neither: as many as fit in `default_table_bytes()` (a quarter of the
+      memory available), read by a background thread so that the first
+      search does not wait. A layer becomes visible to the search only once
+      read whole and checked; `wait_for_tables()` waits for all of them.
+
+    A root whose own table exists is answered from it even when that table
+    is not in memory, unless it has more than `max_table_seeds` seeds.
+    `threads`: threads a search runs on (default: every core), Lazy SMP
+    over the shared transposition table. Keep one Searcher for many
+    searches: the transposition table and the component values carry over.
 
     `evaluation`: how a leaf beyond the horizon is scored: "learned" (the
     estimate of solver.evaluation, with the shipped weights or those of
@@ -614,8 +523,8 @@ class Searcher:
     """
 
     def __init__(self, tablebase=None, hash_mb=DEFAULT_HASH_MB, max_table_seeds=None,
-                 table_bytes=DEFAULT_TABLE_BYTES, component_limit=DEFAULT_COMPONENT_LIMIT,
-                 evaluation="learned", weights_file=None):
+                 table_bytes=None, component_limit=DEFAULT_COMPONENT_LIMIT,
+                 evaluation="learned", weights_file=None, threads=None):
         if evaluation not in EVALUATIONS:
             raise SearchError(f"evaluation must be one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
         self.evaluation = evaluation
@@ -625,6 +534,7 @@ class Searcher:
         self.tablebase = tablebase
         if isinstance(hash_mb, bool) or not isinstance(hash_mb, (int, float)) or not 0 < hash_mb < float("inf"):
             raise SearchError(f"hash_mb must be a positive number of MiB, got {hash_mb!r}")
+        self.threads = _thread_count(threads)
         entries = 1 << max(1, int(hash_mb * (1 << 20) // 24).bit_length() - 1)
         available = available_memory()
         if 24 * entries > available:
@@ -635,14 +545,16 @@ class Searcher:
         self.component_limit = component_limit
         self.max_table_seeds = index.MAX_SEEDS if max_table_seeds is None else max_table_seeds
         self._tt_cycles = None
-        self._partial_layers = []
-        self._partial = np.zeros(1, dtype=np.int8)
-        self._partial_starts = np.zeros(index.MAX_SEEDS + 2, dtype=np.int64)
+        self.components = SolvedComponents()
+        self._run = None  # the search in progress, which stop() stops
+        self._loader = None
+        self.table_errors = []  # (seeds, message) of the layers the background reader could not read
+        self.table_budget = None  # bytes of tables to read, when chosen by bytes
         self._load_tables(max_table_seeds, table_bytes)
         self._warm_up()
 
     def __repr__(self):
-        return (f"Searcher({self.tablebase.directory!r}, hash_entries={self.tt.shape[0]}, "
+        return (f"Searcher({self.tablebase.directory!r}, hash_entries={self.tt.shape[0]}, threads={self.threads}, "
                 f"tables_in_memory={self.table_layers})")
 
     def _warm_up(self):
@@ -653,21 +565,52 @@ class Searcher:
         opponent = path.copy()
         pv = np.zeros((MAX_PLY + 2, MAX_PLY + 2), dtype=np.int64)
         _search(path, opponent, 0, 1, True, np.zeros((2, 3), np.uint64), np.zeros((ROW, 49), np.int64),
-                *self._arrays(), 100, pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0, self.weights)
+                *self._arrays(), 100, np.zeros(1, np.int64), pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0,
+                self.weights)
+
+    # Tables ----------------------------------------------------------------------
 
     def _load_tables(self, max_table_seeds, table_bytes):
         built = sorted(self.tablebase.layers())
         if max_table_seeds is not None:
-            wanted = [n for n in built if n <= max_table_seeds]
-        else:
-            wanted, used = [], 0
             for n in built:
-                used += index.layer_size(n)
-                if used > table_bytes:
-                    break
-                wanted.append(n)
-        for n in wanted:
-            self.tablebase.load(n)
+                if n <= max_table_seeds:
+                    self.tablebase.load(n)
+            return
+        background = table_bytes is None
+        self.table_budget = default_table_bytes() if background else table_bytes
+        wanted, used = [], 0
+        for n in built:
+            used += index.layer_size(n)
+            if used > self.table_budget:
+                break
+            wanted.append(n)
+        if not background or not wanted:
+            for n in wanted:
+                self.tablebase.load(n)
+            return
+        # The first load sizes the store for every built layer; the rest then
+        # only fill their slots, so a kernel reading the store while the next
+        # layer arrives sees each layer absent or whole (its `loaded` flag is
+        # set after its values are in and checked).
+        self.tablebase.load(wanted[0])
+        self._loader = threading.Thread(target=self._load_in_background, args=(wanted[1:],),
+                                        name="awele-tables", daemon=True)
+        self._loader.start()
+
+    def _load_in_background(self, layers):
+        for n in layers:
+            try:
+                self.tablebase.load(n)
+            except (TableError, OSError) as error:  # a damaged file: the search goes on without that layer
+                self.table_errors.append((n, str(error)))
+
+    def wait_for_tables(self, timeout: float | None = None) -> bool:
+        """Wait until the tables read in the background are in memory; True when they are."""
+        if self._loader is not None:
+            self._loader.join(timeout)
+            return not self._loader.is_alive()
+        return True
 
     @property
     def table_layers(self):
@@ -675,20 +618,7 @@ class Searcher:
         return self.tablebase.loaded_layers()
 
     def _arrays(self):
-        return (*self.tablebase.store.arrays(), self._partial, self._partial_starts)
-
-    def _ensure_partial(self, seeds):
-        """Room for solved-component values of layer `seeds` (zero pages: free until used)."""
-        if seeds in self._partial_layers:
-            return
-        layers = sorted(self._partial_layers + [seeds])
-        starts = np.zeros(index.MAX_SEEDS + 2, dtype=np.int64)
-        for n in range(index.MAX_SEEDS + 1):
-            starts[n + 1] = starts[n] + (index.layer_size(n) if n in layers else 0)
-        partial = np.zeros(max(1, int(starts[-1])), dtype=np.int8)
-        for n in self._partial_layers:
-            partial[starts[n] : starts[n + 1]] = self._partial[self._partial_starts[n] : self._partial_starts[n + 1]]
-        self._partial, self._partial_starts, self._partial_layers = partial, starts, layers
+        return (*self.tablebase.store.arrays(), *self.components.arrays())
 
     def known(self, position):
         """d of a position from the tables in memory or a solved component, else None."""
@@ -704,23 +634,23 @@ class Searcher:
         convention). Returns (status, value, positions); status "solved",
         "too large" or "missing table"."""
         position = as_position(position)
-        seeds = position.seeds
-        if index.layer_size(seeds) > (1 << 31):
-            return "too large", None, 0
-        self._ensure_partial(seeds)
         mover, opponent = position.packed()
-        status, size, movers, opponents, exits, children, fixed, first, parents = _explore_component(
-            mover, opponent, seeds, *self._arrays(), int(limit or self.component_limit)
-        )
-        if status:
-            return ("solved", "too large", "missing table")[status], None, int(size)
-        # The builder's staged algorithm, on the component's explicit graph.
-        values = retrograde.solve_graph(seeds, exits, children, first, parents)
-        _keep_component(values, movers, opponents, fixed, seeds, self._partial, self._partial_starts)
-        return "solved", int(values[0]), int(size)
+        flat, starts, loaded = self.tablebase.store.arrays()
+        return self.components.solve(mover, opponent, position.seeds, flat, starts, loaded,
+                                     int(limit or self.component_limit))
+
+    # Searching -------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop the search in progress (from another thread): it returns what its
+        finished iterations found, as when its time runs out."""
+        run = self._run
+        if run is not None:
+            run.stop()
 
     def move_values(self, position: Position | Game | str, depth: int | None = None, time: float | None = None,
-                    nodes: int | None = None, cycles: str = "own") -> list[tuple[str, int, int, bool]]:
+                    nodes: int | None = None, cycles: str = "own",
+                    threads: int | None = None) -> list[tuple[str, int, int, bool]]:
         """Every legal move's value by search: [(letter, captured, value, exact)].
 
         A move's value is the seeds it captures minus the value of the
@@ -734,8 +664,9 @@ class Searcher:
         share = max(1, len(moves))
         mover_before = current.mover_captured()[0]
         other_before = current.mover_captured()[1]
+        deadline = None if time is None else _time.perf_counter() + time
         values = []
-        for move in moves:
+        for left, move in zip(range(len(moves), 0, -1), moves):
             captured = game.play(move)
             try:
                 if game.is_over():
@@ -743,12 +674,15 @@ class Searcher:
                     mine, theirs = (final if current.to_move == "S" else final[::-1])
                     value, exact = (mine - mover_before) - (theirs - other_before), True
                 else:
+                    # The moves still to search share what is left of the time.
+                    each = None if time is None else max(1e-3, (deadline - _time.perf_counter()) / left)
                     result = self.search(
                         game,
                         depth=None if depth is None else max(1, depth - 1),
-                        time=None if time is None else time / share,
+                        time=each,
                         nodes=None if nodes is None else max(1, nodes // share),
                         cycles=cycles,
+                        threads=threads,
                     )
                     value, exact = captured - result.value, result.exact
             finally:
@@ -758,37 +692,34 @@ class Searcher:
 
     def search(self, position: Position | Game | str, depth: int | None = None, time: float | None = None,
                nodes: int | None = None, cycles: str = "own", history: list | None = None, bounds: bool = False,
-               progress: Callable | None = None) -> SearchResult:
+               progress: Callable | None = None, threads: int | None = None) -> SearchResult:
         """Search `position` (a Position, its notation, or a Game, whose history
         then counts for repetitions) and return a SearchResult.
 
         Limits: `depth` plies, `time` seconds, `nodes`; with none the search
         runs until its value is exact (which can take very long far above
-        the tables). The search stops as soon as the value is exact.
+        the tables). The search stops as soon as the value is exact. A time
+        limit is kept: the search returns within it (a stop flag the kernel
+        reads every STOP_CHECK nodes), and no depth starts that the last two
+        predict cannot finish.
+
+        `threads` (default: the Searcher's): helper threads search the same
+        root one or two plies deeper and share the transposition table;
+        the main thread's result is reported. A node limit searches on one
+        thread, so that it is reproducible.
 
         `bounds`: when the value is not exact, search the deepest finished
         depth twice more, with every horizon leaf scored as the worst and
         then the best case for the mover (-n, +n seeds), which gives proven
         lower and upper bounds. They cost about three times the deepening;
         with a time limit, deepening stops at a quarter of it so that the
-        bounds fit in the rest, roughly (a depth or node limit is exceeded).
+        bounds fit in the rest (a bound that does not finish in time is None).
 
         `progress`, if given, is called after each finished iteration as
         progress(depth, value, exact, nodes so far, seconds so far).
         """
-        if cycles not in CYCLES:
-            raise SearchError(f"cycles must be one of {', '.join(CYCLES)}, got {cycles!r}")
-        if isinstance(depth, bool) or (depth is not None and not isinstance(depth, (int, np.integer))):
-            raise SearchError(f"depth must be an integer, got {depth!r}")
-        if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
-                                 or not math.isfinite(time)):
-            raise SearchError(f"time must be a finite number of seconds, got {time!r}")
-        if depth is not None and not 1 <= depth <= MAX_PLY:
-            raise SearchError(f"depth must be 1..{MAX_PLY}, got {depth}")
-        if time is not None and not time > 0:
-            raise SearchError(f"time must be positive, got {time}")
-        if nodes is not None and not nodes > 0:
-            raise SearchError(f"nodes must be positive, got {nodes}")
+        _check_limits(depth, time, nodes, cycles)
+        threads = 1 if nodes is not None else (self.threads if threads is None else _thread_count(threads))
         if isinstance(position, Game):
             game = position
             position = game.position
@@ -798,55 +729,66 @@ class Searcher:
         if position.is_over():
             raise GameOverError(f"the game is over in {position} ({position.terminal_rule()})")
         started = _time.perf_counter()
-        # Bounds cost two more searches of the deepest depth, with wide
-        # windows: about three times what deepening took. With a time limit,
-        # deepening gets a quarter of it, so that the whole search keeps
-        # roughly to the limit.
-        deadline = started + time * (BOUNDS_TIME_SHARE if bounds else 1.0) if time is not None else None
+        end = None if time is None else started + time
         result = SearchResult(position, cycles)
-
+        result.threads = threads
         if self._tt_cycles != cycles:
             self.tt[:] = 0
             self._tt_cycles = cycles
         self.history //= 2
 
-        seeds = position.seeds
-        if self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds)):
-            # Its own table answers (read from the file when it is too large to hold).
+        if self._answers_from_tables(position):
             try:
-                return self._from_tables(position, result, started)
+                return self._from_tables(position, result, started, history)
             except MissingTableError:
                 pass  # a child layer of a position outside the index is missing: search
-        path_mover = np.zeros(MAX_HISTORY + MAX_PLY + 2, dtype=np.uint64)
-        path_opponent = np.zeros_like(path_mover)
-        root = 0
-        if cycles == "own" and history:
-            root = _fill_history(path_mover, path_opponent, history, position)
-        path_mover[root], path_opponent[root] = position.packed()
-        run = _Run(self, position, path_mover, path_opponent, root, cycles == "split", result, progress, started)
-        max_depth = depth or MAX_PLY
-        node_budget = nodes if nodes is not None else (1 << 62)
-
-        component = cycles == "split" and self.component_limit > 0 and depth is None
-        if component and self.known(position) is None:
-            # Most values are proven by alpha-beta in a few nodes; a value that
-            # rests on cycles is not, so its component is solved next.
-            first_deadline = None if deadline is None else started + (deadline - started) / 2
-            # A component is at most the whole layer: spend at most a quarter
-            # of its size on alpha-beta first.
-            proof_nodes = min(node_budget, PROOF_NODES, max(1000, index.layer_size(position.seeds) // 4))
-            run.deepen(max_depth, proof_nodes, first_deadline)
+        run = _Run(self, position, history, cycles, result, progress, started, threads, end)
+        self._run = run
+        try:
+            max_depth = depth or MAX_PLY
+            node_budget = nodes if nodes is not None else (1 << 62)
+            # Bounds cost two more searches of the deepest depth, with wide
+            # windows: about three times what deepening took. With a time
+            # limit, deepening gets a quarter of it.
+            deadline = None if end is None else started + time * (BOUNDS_TIME_SHARE if bounds else 1.0)
+            if cycles == "split" and self.component_limit > 0 and depth is None and self.known(position) is None:
+                self._component_phase(run, position, max_depth, node_budget, deadline)
             if not result.exact:
-                limit = self.component_limit
-                if deadline is not None:
-                    limit = min(limit, max(10_000, int((deadline - _time.perf_counter()) * COMPONENT_RATE)))
-                status, _, size = self.solve_component(position, limit)
-                result.component_positions = size
-                if status == "solved":
-                    result.source = "component"
-                    run.next_depth = 1
-        if not result.exact:
-            run.deepen(max_depth, node_budget, deadline)
+                run.deepen(max_depth, node_budget, deadline)
+            self._finish(run, result, bounds)
+        finally:
+            run.close()
+            self._run = None
+        return result
+
+    def _answers_from_tables(self, position):
+        """Whether the root's own table answers it (read from the file when too large to hold)."""
+        seeds = position.seeds
+        return self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds))
+
+    def _component_phase(self, run, position, max_depth, node_budget, deadline):
+        """Most values are proven by alpha-beta in a few nodes; a value that rests
+        on cycles is not, so its component is solved next (split convention)."""
+        result, started = run.result, run.started
+        first_deadline = None if deadline is None else started + (deadline - started) / 2
+        # A component is at most the whole layer: spend at most a quarter of
+        # its size on alpha-beta first.
+        proof_nodes = min(node_budget, PROOF_NODES, max(1000, index.layer_size(position.seeds) // 4))
+        run.deepen(max_depth, proof_nodes, first_deadline)
+        if result.exact:
+            return
+        limit = self.component_limit
+        if deadline is not None:
+            limit = min(limit, max(10_000, int((deadline - _time.perf_counter()) * COMPONENT_RATE)))
+        status, _, size = self.solve_component(position, limit)
+        result.component_positions = size
+        if status == "solved":
+            result.source = "component"
+            run.next_depth = 1
+
+    def _finish(self, run, result, bounds):
+        """The line, the bounds and the time of a searched result."""
+        position = run.position
         result.line = _letters(position, run.houses)
         if result.exact:
             result.lower = result.upper = result.value
@@ -856,16 +798,20 @@ class Searcher:
         if result.move is None:
             # Not even depth 1 finished within the limits: any legal move, no value.
             result.move = position.legal_moves()[0]
-        result.seconds = _time.perf_counter() - started
+        result.seconds = _time.perf_counter() - run.started
         if result.exact:
-            result._extend = lambda line: self._extend_line(position, line, cycles)
-        return result
+            result._extend = lambda line: self._extend_line(position, line, result.cycles)
 
-    def _from_tables(self, position, result, started):
+    def _from_tables(self, position, result, started, history):
         first = self.tablebase.line(position, max_plies=1)  # a best move that makes progress
         choice = first.moves[0]
         result.value = result.lower = result.upper = first.value
         result.exact = True
+        # The table scores endless play 0. A value of +n or -n holds under the
+        # true rule as well, unless a position before the root can repeat.
+        taking_all = abs(first.value) == position.seeds
+        fresh = not history or as_position(list(history)[-1]).seeds != position.seeds
+        result.rule = "true" if result.cycles == "own" and taking_all and fresh else "split"
         result.move = choice
         result.source = "table"
         result.line = [choice]
@@ -901,74 +847,184 @@ class Searcher:
 
 
 class _Run:
-    """Iterative deepening of one search: the path, the PV buffers, the result."""
+    """Iterative deepening of one search: the path, the PV buffers, the result,
+    the helper threads and the stop flags.
 
-    def __init__(self, searcher, position, path_mover, path_opponent, root, split, result, progress, started):
+    The main thread's kernel reads `control`, the helpers' `helper_control`:
+    the time limit (a timer) or stop() sets both to STOPPED for good; a
+    deepening's own earlier deadline sets the main one to EXPIRED, cleared
+    when that deepening ends; the end of a deepening stops the helpers.
+    """
+
+    def __init__(self, searcher, position, history, cycles, result, progress, started, threads, end):
         self.searcher = searcher
         self.position = position
-        self.path_mover = path_mover
-        self.path_opponent = path_opponent
-        self.root = root
-        self.split = split
+        self.path_mover = np.zeros(MAX_HISTORY + MAX_PLY + 2, dtype=np.uint64)
+        self.path_opponent = np.zeros_like(self.path_mover)
+        self.root = 0
+        if cycles == "own" and history:
+            self.root = _fill_history(self.path_mover, self.path_opponent, history, position)
+        self.path_mover[self.root], self.path_opponent[self.root] = position.packed()
+        self.split = cycles == "split"
         self.result = result
         self.progress = progress
         self.started = started
-        self.pv = np.zeros((root + MAX_PLY + 2, MAX_PLY + 2), dtype=np.int64)
-        self.pv_length = np.zeros(root + MAX_PLY + 2, dtype=np.int64)
+        self.threads = threads
+        self.pv = np.zeros((self.root + MAX_PLY + 2, MAX_PLY + 2), dtype=np.int64)
+        self.pv_length = np.zeros(self.root + MAX_PLY + 2, dtype=np.int64)
         self.next_depth = 1
-        self.nps_estimate = 3_000_000.0
         self.houses = []  # principal line of the deepest finished iteration (mover-view houses)
+        self.control = np.zeros(1, dtype=np.int64)
+        self.helper_control = np.zeros(1, dtype=np.int64)
+        self.helper_nodes = [0] * (threads - 1)
+        self.timer = None
+        self.end = end
+        if end is not None:
+            self.timer = threading.Timer(max(0.0, end - _time.perf_counter()), self.stop)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def stop(self):
+        self.control[STOP] = STOPPED
+        self.helper_control[STOP] = STOPPED
+
+    def _expire(self):
+        if self.control[STOP] == 0:
+            self.control[STOP] = EXPIRED
+        self.helper_control[STOP] = STOPPED
+
+    def close(self):
+        if self.timer is not None:
+            self.timer.cancel()
+
+    def _kernel(self, path_mover, path_opponent, depth, budget, control, pv, pv_length, horizon=0):
+        searcher = self.searcher
+        return _search(path_mover, path_opponent, self.root, depth, self.split, searcher.tt, searcher.history,
+                       *searcher._arrays(), budget, control, pv, pv_length, horizon, searcher.weights)
 
     def deepen(self, max_depth, node_budget, deadline):
         """Iterations next_depth..max_depth until proven, the node budget
-        (counted over the whole search) or the deadline."""
-        searcher, result, root = self.searcher, self.result, self.root
-        arrays = searcher._arrays()
-        while self.next_depth <= max_depth:
-            budget = node_budget - result.nodes
-            if deadline is not None:
-                left = deadline - _time.perf_counter()
-                if left <= 0:
-                    break
-                budget = min(budget, max(1000, int(left * self.nps_estimate)))
+        (counted over the main thread's nodes) or the deadline, with the
+        helper threads searching beside it."""
+        soft = None
+        if deadline is not None and (self.end is None or deadline < self.end):
+            # A deadline before the search's end (the first half of a component
+            # search, or the share of deepening when bounds follow).
+            soft = threading.Timer(max(0.0, deadline - _time.perf_counter()), self._expire)
+            soft.daemon = True
+            soft.start()
+        self.helper_control[STOP] = self.control[STOP]
+        helpers = [threading.Thread(target=self._help, args=(k, max_depth), daemon=True)
+                   for k in range(self.threads - 1)]
+        for helper in helpers:
+            helper.start()
+        try:
+            self._deepen(max_depth, node_budget, deadline)
+        finally:
+            self.helper_control[STOP] = STOPPED
+            for helper in helpers:
+                helper.join()
+            if soft is not None:
+                soft.cancel()
+                soft.join()
+                if self.control[STOP] == EXPIRED:
+                    self.control[STOP] = 0
+            self.result.nodes += sum(self.helper_nodes)
+            self.helper_nodes = [0] * (self.threads - 1)
+
+    def _deepen(self, max_depth, node_budget, deadline):
+        result, root = self.result, self.root
+        main_nodes = 0
+        spent = []  # seconds of this deepening's iterations
+        while self.next_depth <= max_depth and not self.control[STOP]:
+            budget = node_budget - result.nodes - main_nodes
             if budget <= 0:
                 break
+            if deadline is not None:
+                now = _time.perf_counter()
+                if now >= deadline or (len(spent) >= 2 and now + _predicted(spent) > deadline):
+                    break
             iteration = self.next_depth
             tick = _time.perf_counter()
-            score, proven, used, aborted = _search(
-                self.path_mover, self.path_opponent, root, iteration, self.split, searcher.tt, searcher.history,
-                *arrays, budget, self.pv, self.pv_length, 0, searcher.weights,
-            )
+            score, proven, used, aborted, on_split = self._kernel(
+                self.path_mover, self.path_opponent, iteration, budget, self.control, self.pv, self.pv_length)
             seconds = _time.perf_counter() - tick
-            result.nodes += int(used)
-            if used > 100_000:  # small iterations time numba's start-up, not the search
-                self.nps_estimate = max(used / seconds, 1_000_000.0)
+            main_nodes += int(used)
             if aborted:
                 break
+            spent.append(seconds)
             self.next_depth += 1
             result.value = int(score)
             result.exact = bool(proven)
+            if not self.split:
+                result.rule = "split" if on_split else "true"
             result.depth = iteration
             self.houses = [int(h) for h in self.pv[root, : self.pv_length[root]]]
             result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]
             result.iterations.append((iteration, int(score), bool(proven), int(used), seconds))
             if self.progress is not None:
-                self.progress(iteration, int(score), bool(proven), result.nodes, _time.perf_counter() - self.started)
+                self.progress(iteration, int(score), bool(proven), result.nodes + main_nodes,
+                              _time.perf_counter() - self.started)
             if proven:
                 break
+        result.nodes += main_nodes
 
+    def _help(self, helper, max_depth):
+        """A helper thread: deepen from one or two plies beyond the main thread's
+        depth, on its own path and PV, until stopped or proven."""
+        path_mover, path_opponent = self.path_mover.copy(), self.path_opponent.copy()
+        pv, pv_length = np.zeros_like(self.pv), np.zeros_like(self.pv_length)
+        done = 0
+        while not self.helper_control[STOP]:
+            depth = min(max_depth, max(done + 1, self.next_depth + 1 + helper % 2))
+            _, proven, used, aborted, _ = self._kernel(path_mover, path_opponent, depth, 1 << 62,
+                                                       self.helper_control, pv, pv_length)
+            self.helper_nodes[helper] += int(used)
+            if aborted or proven:
+                return
+            done = depth
 
     def bound(self, horizon, depth):
         """A proven lower (horizon 1) or upper (horizon -1) bound on the root
         value from a search to `depth` whose horizon leaves are scored as the
-        worst or best case for the root's mover."""
-        searcher = self.searcher
-        score, _, used, _ = _search(
-            self.path_mover, self.path_opponent, self.root, depth, self.split, searcher.tt, searcher.history,
-            *searcher._arrays(), 1 << 62, self.pv, self.pv_length, horizon, searcher.weights,
-        )
+        worst or best case for the root's mover; None when stopped first."""
+        score, _, used, aborted, _ = self._kernel(self.path_mover, self.path_opponent, depth, 1 << 62,
+                                                  self.control, self.pv, self.pv_length, horizon)
         self.result.nodes += int(used)  # counted, but not an iteration of its own
-        return int(score)
+        return None if aborted else int(score)
+
+
+def _predicted(spent):
+    """Seconds the next iteration should take, from the last two: the last
+    times their ratio (iterations grow by a roughly steady factor)."""
+    last, before = spent[-1], spent[-2]
+    growth = last / before if before > 0 else 1.0
+    return last * min(max(growth, 1.0), MAX_GROWTH)
+
+
+def _thread_count(threads):
+    if threads is None:
+        return max(1, os.cpu_count() or 1)
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise SearchError(f"threads must be a positive integer, got {threads!r}")
+    return int(threads)
+
+
+def _check_limits(depth, time, nodes, cycles):
+    """Raise SearchError for limits a search cannot take."""
+    if cycles not in CYCLES:
+        raise SearchError(f"cycles must be one of {', '.join(CYCLES)}, got {cycles!r}")
+    if isinstance(depth, bool) or (depth is not None and not isinstance(depth, (int, np.integer))):
+        raise SearchError(f"depth must be an integer, got {depth!r}")
+    if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
+                             or not math.isfinite(time)):
+        raise SearchError(f"time must be a finite number of seconds, got {time!r}")
+    if depth is not None and not 1 <= depth <= MAX_PLY:
+        raise SearchError(f"depth must be 1..{MAX_PLY}, got {depth}")
+    if time is not None and not time > 0:
+        raise SearchError(f"time must be positive, got {time}")
+    if nodes is not None and not nodes > 0:
+        raise SearchError(f"nodes must be positive, got {nodes}")
 
 
 def _fill_history(path_mover, path_opponent, history, position):
@@ -1000,9 +1056,10 @@ def _letters(position, houses):
 
 def search(position, depth=None, time=None, nodes=None, cycles="own", tablebase=None, history=None, bounds=False,
            **options):
-    """Search `position` once with a fresh Searcher (see Searcher.search)."""
+    """Search `position` once with a fresh Searcher (see Searcher.search);
+    `options` go to the Searcher (hash_mb, max_table_seeds, threads, ...)."""
     return Searcher(tablebase, **options).search(position, depth=depth, time=time, nodes=nodes, cycles=cycles,
                                                  history=history, bounds=bounds)
 
 
-__all__ = ["SearchError", "SearchResult", "Searcher", "search", "known_value"]
+__all__ = ["SearchError", "SearchResult", "Searcher", "default_table_bytes", "known_value", "search"]

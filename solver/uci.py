@@ -1,0 +1,629 @@
+"""The engine protocol: UCI in the Oware dialect of Aalina and the Aualé GUI.
+
+`awele uci` reads commands on standard input and answers on standard output,
+one line each, as a chess engine does for a chess GUI, with the adaptations
+Aalina made for Oware (docs/UCI.md describes the dialect as implemented):
+
+- moves are house letters, A..F for South and a..f for North, written one
+  after the other (``moves FbDa``; spaces between them are accepted too);
+- ``position startpos`` is the opening, South to move; ``position fen D``
+  gives a position as Aalina writes it, the twelve houses A..F a..f, South's
+  and North's captured seeds and the side to move joined by '-' (the opening
+  is ``4-4-4-4-4-4-4-4-4-4-4-4-0-0-S``); awele's own notation
+  (``4-4-4-4-4-4/4-4-4-4-4-4 S 0:0``) is accepted in its place;
+- ``go wtime``/``winc`` are South's clock and increment, ``btime``/``binc``
+  North's;
+- a score is ``score cp V`` with V in hundredths of a seed: the seeds the
+  side to move will capture from now on minus the other side's, times 100;
+- ``bestmove 0000`` answers ``go`` in a finished game.
+
+The search runs in a thread, so ``isready`` and ``stop`` are read and
+answered while it runs. A position whose layer is in the tables is answered
+from them (every move's table value, a move that ends the game, by a
+repetition of the game's history included, scored by the true rule). Lines
+that are not understood, and positions with an illegal move, are ignored and
+logged on standard error; nothing a GUI sends ends the engine but ``quit``
+or the end of its input.
+
+>>> import io
+>>> out = io.StringIO()
+>>> UciEngine(io.StringIO("uci\\nquit\\n"), out, io.StringIO()).run()
+0
+>>> out.getvalue().splitlines()[0].startswith("id name awele")
+True
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import sys
+import threading
+import time as _time
+from dataclasses import dataclass
+from typing import ClassVar, TextIO
+
+from . import __version__
+from .errors import (
+    AweleError,
+    IllegalMoveError,
+    InvalidPositionError,
+    MissingTableError,
+)
+from .position import HOUSE_LETTERS, Game, Position
+
+ENGINE_NAME = f"awele {__version__}"
+ENGINE_AUTHOR = "the awele authors"
+DEFAULT_MOVE_SECONDS = 3.0  # a bare `go`, as Aalina does without limits
+MOVES_TO_GO = 30  # moves the clock is shared over when the GUI does not say
+RESPONSE_MARGIN = 0.02  # seconds kept back from a move time for reading and answering
+SLICE_SECONDS = (0.25, 0.5, 1.0, 2.0)  # an unlimited search without a stop hook: searches this long, then 2 s each
+NULL_MOVE = "0000"
+_DIAGRAM = re.compile(r"^(\d+)(?:-(\d+)){13}-([SN])$")
+_LETTERS = set(HOUSE_LETTERS["S"] + HOUSE_LETTERS["N"])
+
+
+class UciError(ValueError):
+    """A command line the engine cannot follow; logged, never fatal."""
+
+
+# The dialect's notation ----------------------------------------------------------
+
+
+def parse_diagram(text: str) -> Position:
+    """A position in Aalina's notation (twelve houses, two stores, S or N, joined by
+    '-') or in awele's own.
+
+    >>> str(parse_diagram("4-4-4-4-4-4-4-4-4-4-4-4-0-0-S"))
+    '4-4-4-4-4-4/4-4-4-4-4-4 S 0:0'
+    >>> str(parse_diagram("0-1-2-0-3-1/2-0-1-3-2-1 N 20:12"))
+    '0-1-2-0-3-1/2-0-1-3-2-1 N 20:12'
+    """
+    text = text.strip()
+    if _DIAGRAM.match(text):
+        *counts, side = text.split("-")
+        numbers = [int(n) for n in counts]
+        return Position(numbers[:12], side, numbers[12:14])
+    return Position.from_string(text)
+
+
+def diagram(position: Position) -> str:
+    """A position in Aalina's notation.
+
+    >>> diagram(Position.initial())
+    '4-4-4-4-4-4-4-4-4-4-4-4-0-0-S'
+    """
+    return "-".join(str(n) for n in (*position.houses, *position.captured)) + f"-{position.to_move}"
+
+
+def parse_moves(words: list[str]) -> list[str]:
+    """The move letters of the words after ``moves``: ``FbDa`` or ``F b D a``."""
+    letters = list("".join(words))
+    for letter in letters:
+        if letter not in _LETTERS:
+            raise UciError(f"{letter!r} is not a move: moves are house letters A-F (South) and a-f (North)")
+    return letters
+
+
+def parse_position(words: list[str]) -> Game:
+    """The Game of a ``position`` command's words (after ``position``)."""
+    if not words:
+        raise UciError("position needs startpos or fen")
+    if "moves" in words:
+        cut = words.index("moves")
+        setup, moves = words[:cut], words[cut + 1 :]
+    else:
+        setup, moves = words, []
+    if setup == ["startpos"]:
+        start = Position.initial()
+    elif setup[:1] == ["fen"] and len(setup) > 1:
+        try:
+            start = parse_diagram(" ".join(setup[1:]))
+        except InvalidPositionError as error:
+            raise UciError(str(error)) from None
+    else:
+        raise UciError("position needs startpos or fen POSITION, then optionally moves")
+    game = Game(start)
+    for number, letter in enumerate(parse_moves(moves), 1):
+        try:
+            game.play(letter)
+        except IllegalMoveError as error:
+            raise UciError(f"move {number} ({letter}) is illegal: {error}") from None
+    return game
+
+
+@dataclass
+class Limits:
+    """What a ``go`` asks for: seconds, plies, nodes, or until ``stop``."""
+
+    time: float | None = None
+    depth: int | None = None
+    nodes: int | None = None
+    infinite: bool = False
+
+
+_GO_NUMBERS = ("movetime", "wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate")
+
+
+def parse_go(words: list[str], to_move: str, log=None) -> Limits:
+    """Limits of a ``go`` command's words; a malformed or unknown word is logged
+    and skipped, the rest is followed.
+
+    >>> parse_go(["movetime", "1000"], "S")
+    Limits(time=0.98, depth=None, nodes=None, infinite=False)
+    >>> parse_go(["wtime", "60000", "btime", "1000", "winc", "0"], "N").time < 1
+    True
+    """
+    numbers = {}
+    infinite = False
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in ("infinite", "ponder"):
+            infinite = True
+            i += 1
+        elif word in _GO_NUMBERS:
+            value = words[i + 1] if i + 1 < len(words) else None
+            if value is None or not re.fullmatch(r"[-+]?\d{1,12}", value):
+                if log:
+                    log(f"go: {word} needs a whole number, got {value!r}; ignored")
+                i += 1 if value is None or value in _GO_NUMBERS else 2
+                continue
+            numbers[word] = int(value)
+            i += 2
+        else:
+            if log:
+                log(f"go: {word!r} is not understood; ignored")
+            i += 1
+    limits = Limits(infinite=infinite)
+    if "depth" in numbers and numbers["depth"] > 0:
+        limits.depth = numbers["depth"]
+    if "nodes" in numbers and numbers["nodes"] > 0:
+        limits.nodes = numbers["nodes"]
+    if infinite:
+        return limits
+    clock, increment = ("wtime", "winc") if to_move == "S" else ("btime", "binc")
+    if "movetime" in numbers:
+        limits.time = max(0.005, numbers["movetime"] / 1000 - RESPONSE_MARGIN)
+    elif clock in numbers:
+        left = max(0, numbers[clock]) / 1000
+        share = left / max(1, numbers.get("movestogo", MOVES_TO_GO)) + 0.75 * max(0, numbers.get(increment, 0)) / 1000
+        limits.time = max(0.005, min(share, 0.5 * max(0.0, left - RESPONSE_MARGIN)))
+    elif limits.depth is None and limits.nodes is None:
+        limits.time = DEFAULT_MOVE_SECONDS
+    return limits
+
+
+# The engine ----------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    """A search's answer, as the protocol reports it."""
+
+    move: str | None
+    value: int | None = None
+    exact: bool = False
+    rule: str = "true repetition rule"
+    source: str = "search"
+    depth: int = 0
+    nodes: int = 0
+    seconds: float = 0.0
+    line: tuple = ()
+
+
+def table_answer(tablebase, game: Game) -> Answer:
+    """The move the tables choose in the game's position, with the game's history:
+    each move's table value, except that a move ending the game (a repetition of
+    an earlier position included) is worth what the end gives by the rules.
+    Among equal moves the tables' own line (which makes progress) is preferred.
+    Raises MissingTableError when a layer is not built."""
+    started = _time.perf_counter()
+    chooser = getattr(tablebase, "best_move", None)  # the read side's own choice, where it has one
+    if callable(chooser):
+        best = chooser(game)
+        line = tablebase.line(game.position, max_plies=12).moves
+        line = tuple(line) if line and line[0] == best.move else (best.move,)
+        rule = "true repetition rule" if getattr(best, "repeats", False) else "tables (endless play split evenly)"
+        return Answer(best.move, best.value, True, rule, "table", 0, 0, _time.perf_counter() - started, line)
+    position = game.position
+    mine_before, theirs_before = position.mover_captured()
+    scored = []
+    for choice in tablebase.moves(position):
+        game.play(choice.move)
+        try:
+            if game.is_over():
+                final = game.result()
+                mine, theirs = final if position.to_move == "S" else final[::-1]
+                scored.append(((mine - mine_before) - (theirs - theirs_before), True, choice.move))
+            else:
+                scored.append((choice.value, False, choice.move))
+        finally:
+            game.undo()
+    best = max(value for value, _, _ in scored)
+    preferred = tablebase.line(position, max_plies=12).moves
+    candidates = [s for s in scored if s[0] == best]
+    chosen = next((s for s in candidates if preferred and s[2] == preferred[0]), candidates[0])
+    value, ended, move = chosen
+    line = tuple(preferred) if preferred and preferred[0] == move else (move,)
+    rule = "true repetition rule" if ended else "tables (endless play split evenly)"
+    return Answer(move, value, True, rule, "table", 0, 0, _time.perf_counter() - started, line)
+
+
+class UciEngine:
+    """One UCI session over text streams (standard input and output by default).
+
+    ``run()`` reads commands until ``quit`` or the end of input and returns 0.
+    `directory` is the tables folder (the Tables option, default
+    tables.default_directory()).
+    """
+
+    def __init__(self, input: TextIO | None = None, output: TextIO | None = None, log: TextIO | None = None,
+                 directory: str | None = None):
+        self.input = input if input is not None else sys.stdin
+        self.output = output if output is not None else sys.stdout
+        self.log_stream = log if log is not None else sys.stderr
+        self._write_lock = threading.Lock()
+        if directory is None:
+            from .tables import default_directory
+
+            directory = default_directory()
+        self.options = {"hash": 64, "threads": None, "tables": str(directory), "maxtableseeds": -1,
+                        "usetables": True, "cycles": "own", "evaluation": None}
+        self.game = Game()
+        self.searcher = None
+        self._searcher_key = None
+        self._tablebase = None
+        self._tablebase_key = None
+        self._thinking = None  # the search thread of the last go
+        self._busy = threading.Event()  # set from go until its bestmove is said
+        self._stop = threading.Event()  # stop (or ponderhit) asked for the search in progress
+        self.debug = False
+
+    # Output ----------------------------------------------------------------------
+
+    def say(self, line: str) -> None:
+        """One protocol line on the output."""
+        with self._write_lock:
+            try:
+                self.output.write(line + "\n")
+                self.output.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass  # the GUI has gone; the end of input follows
+
+    def log(self, message: str) -> None:
+        """One line on the log stream (standard error)."""
+        with self._write_lock:
+            try:
+                self.log_stream.write(f"awele uci: {message}\n")
+                self.log_stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    # The loop --------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Read and follow commands until ``quit`` or the end of input."""
+        try:
+            while True:
+                line = self.input.readline()
+                if not line:
+                    break
+                if not self.handle(line):
+                    break
+        except KeyboardInterrupt:
+            pass
+        self._stop_search(wait=True)
+        return 0
+
+    def handle(self, line: str) -> bool:
+        """Follow one command line; False after ``quit``."""
+        words = line.split()
+        if not words:
+            return True
+        command, arguments = words[0], words[1:]
+        handler = self._COMMANDS.get(command)
+        if handler is None:
+            self.log(f"ignored {line.strip()[:200]!r}: unknown command")
+            return True
+        try:
+            return handler(self, arguments) is not False
+        except UciError as error:
+            self.log(f"ignored {line.strip()[:200]!r}: {error}")
+        except AweleError as error:
+            self.log(f"ignored {line.strip()[:200]!r}: {error}")
+        return True
+
+    def searching(self) -> bool:
+        """Whether a go has not said its bestmove yet (the GUI may send the next
+        position as soon as it has, even before the search thread has ended)."""
+        return self._busy.is_set()
+
+    # Commands --------------------------------------------------------------------
+
+    def _uci(self, arguments):
+        self.say(f"id name {ENGINE_NAME}")
+        self.say(f"id author {ENGINE_AUTHOR}")
+        for line in self._option_lines():
+            self.say(line)
+        self.say("uciok")
+
+    def _isready(self, arguments):
+        if not self.searching():
+            try:
+                self._ensure_searcher()  # tables read and kernels loaded before the clock runs
+            except AweleError as error:
+                self.log(f"not ready to search: {error}")
+        self.say("readyok")
+
+    def _ucinewgame(self, arguments):
+        if self.searching():
+            raise UciError("a search is running; send stop first")
+        self.game = Game()
+        # A fresh transposition table for the new game, made now rather than on
+        # the clock of the first go (the tables read stay in memory).
+        self._searcher_key = None
+        try:
+            self._ensure_searcher()
+        except AweleError as error:
+            self.log(f"not ready to search: {error}")
+
+    def _debug(self, arguments):
+        self.debug = arguments[:1] != ["off"]
+
+    def _setoption(self, arguments):
+        if self.searching():
+            raise UciError("a search is running; send stop first")
+        text = " ".join(arguments)
+        match = re.fullmatch(r"name\s+(?P<name>.+?)(?:\s+value\s+(?P<value>.*))?", text)
+        if not match:
+            raise UciError("write setoption name NAME value VALUE")
+        name, value = match["name"].strip().lower().replace(" ", ""), (match["value"] or "").strip()
+        self._set(name, value)
+
+    def _position(self, arguments):
+        if self.searching():
+            raise UciError("a search is running; send stop first")
+        self.game = parse_position(arguments)
+
+    def _go(self, arguments):
+        if self.searching():
+            raise UciError("a search is already running")
+        limits = parse_go(arguments, self.game.position.to_move, self.log)
+        self._stop.clear()
+        game = Game(self.game.start)
+        for move in self.game.moves:
+            game.play(move)
+        self._busy.set()
+        self._thinking = threading.Thread(target=self._think, args=(game, limits), daemon=True)
+        self._thinking.start()
+
+    def _stop_command(self, arguments):
+        self._stop_search(wait=False)
+
+    def _ponderhit(self, arguments):
+        # The pondered position is now the game's: answer with what was found.
+        self._stop_search(wait=False)
+
+    def _quit(self, arguments):
+        return False
+
+    _COMMANDS: ClassVar[dict] = {
+        "uci": _uci,
+        "isready": _isready,
+        "ucinewgame": _ucinewgame,
+        "debug": _debug,
+        "setoption": _setoption,
+        "position": _position,
+        "go": _go,
+        "stop": _stop_command,
+        "ponderhit": _ponderhit,
+        "quit": _quit,
+    }
+
+    # Options ---------------------------------------------------------------------
+
+    def _searcher_parameters(self):
+        from .search import Searcher
+
+        return set(inspect.signature(Searcher.__init__).parameters)
+
+    def _option_lines(self):
+        accepted = self._searcher_parameters()
+        options = self.options
+        lines = [f"option name Hash type spin default {options['hash']} min 1 max 65536"]
+        if "threads" in accepted:
+            lines.append(f"option name Threads type spin default {os.cpu_count() or 1} min 1 max 256")
+        lines += [
+            f"option name Tables type string default {options['tables']}",
+            "option name MaxTableSeeds type spin default -1 min -1 max 48",
+            "option name UseTables type check default true",
+            "option name Cycles type combo default own var own var split",
+        ]
+        if "evaluation" in accepted:
+            lines.append("option name Evaluation type combo default learned var learned var zero")
+        return lines
+
+    def _set(self, name, value):
+        accepted = self._searcher_parameters()
+        if name == "hash":
+            self.options["hash"] = self._whole(name, value, 1, 65536)
+        elif name == "threads" and "threads" in accepted:
+            self.options["threads"] = self._whole(name, value, 1, 256)
+        elif name in ("tables", "tablespath"):
+            if not value or not os.path.isdir(value):
+                raise UciError(f"Tables: {value!r} is not a folder")
+            self.options["tables"] = value
+        elif name == "maxtableseeds":
+            self.options["maxtableseeds"] = self._whole(name, value, -1, 48)
+        elif name in ("usetables", "useleaves"):
+            if value.lower() not in ("true", "false"):
+                raise UciError(f"{name}: write true or false, got {value!r}")
+            self.options["usetables"] = value.lower() == "true"
+        elif name == "cycles":
+            if value not in ("own", "split"):
+                raise UciError(f"Cycles: write own or split, got {value!r}")
+            self.options["cycles"] = value
+        elif name == "evaluation" and "evaluation" in accepted:
+            if value not in ("learned", "zero"):
+                raise UciError(f"Evaluation: write learned or zero, got {value!r}")
+            self.options["evaluation"] = value
+        else:
+            raise UciError(f"no option {name!r}")
+
+    @staticmethod
+    def _whole(name, value, low, high):
+        if not re.fullmatch(r"[-+]?\d{1,9}", value) or not low <= int(value) <= high:
+            raise UciError(f"{name}: a whole number {low}..{high}, got {value!r}")
+        return int(value)
+
+    def _ensure_searcher(self):
+        """The Searcher for the current options, made anew when they changed or a new
+        game began. The tables already read are kept while the tables options stay."""
+        from .probe import Tablebase
+        from .search import Searcher
+
+        options = self.options
+        # MaxTableSeeds -1: as many layers as the Searcher holds by default (None);
+        # UseTables false: none at all (-1).
+        max_table_seeds = (None if options["maxtableseeds"] < 0 else options["maxtableseeds"]) \
+            if options["usetables"] else -1
+        tables_key = (options["tables"], max_table_seeds)
+        key = (tables_key, options["hash"], options["threads"], options["evaluation"])
+        if self.searcher is not None and key == self._searcher_key:
+            return self.searcher
+        if self._tablebase is None or self._tablebase_key != tables_key:
+            if self._tablebase is not None:
+                self._tablebase.close()
+            self._tablebase, self._tablebase_key = Tablebase(options["tables"]), tables_key
+        arguments = {"hash_mb": options["hash"], "max_table_seeds": max_table_seeds}
+        accepted = self._searcher_parameters()
+        for name in ("threads", "evaluation"):
+            if name in accepted and options[name] is not None:
+                arguments[name] = options[name]
+        try:
+            searcher = Searcher(self._tablebase, **arguments)
+        except AweleError as error:
+            self.log(f"cannot make the searcher: {error}; keeping the previous one")
+            if self.searcher is None:
+                raise
+            return self.searcher
+        # The first search of a Searcher clears its transposition table (the
+        # memory's first touch, tens of milliseconds): done here, off the clock.
+        searcher.search(Position.initial(), depth=1, cycles=options["cycles"])
+        self.searcher, self._searcher_key = searcher, key
+        return searcher
+
+    # Searching -------------------------------------------------------------------
+
+    def _stop_search(self, wait):
+        thinking = self._thinking
+        if thinking is None or not thinking.is_alive():
+            return
+        self._stop.set()
+        stop = getattr(self.searcher, "stop", None)
+        if callable(stop):
+            stop()
+        if wait:
+            thinking.join(10.0)
+
+    def _think(self, game, limits):
+        """The search thread: answer `game` within `limits`, then say bestmove (after
+        stop when the search is infinite)."""
+        started = _time.perf_counter()
+        try:
+            if game.is_over():
+                self.say(f"info string the game is over ({game.end_reason})")
+                answer = Answer(None)
+            else:
+                answer = self._answer(game, limits, started)
+        except Exception as error:  # never leave the GUI without a bestmove
+            self.log(f"search failed: {type(error).__name__}: {error}")
+            moves = game.legal_moves()
+            answer = Answer(moves[0] if moves else None)
+        if answer.move is not None:
+            self._report(answer, started)
+        if limits.infinite:
+            self._stop.wait()  # UCI: no bestmove before stop in an infinite search
+        if answer.move is None:
+            said = f"bestmove {NULL_MOVE}"
+        elif len(answer.line) > 1:
+            said = f"bestmove {answer.move} ponder {answer.line[1]}"
+        else:
+            said = f"bestmove {answer.move}"
+        self._busy.clear()  # before the answer: the GUI's next command may follow it at once
+        self.say(said)
+
+    def _answer(self, game, limits, started):
+        searcher = self._ensure_searcher()
+        options = self.options
+        position = game.position
+        tablebase = searcher.tablebase
+        max_table_seeds = options["maxtableseeds"] if options["usetables"] else -1
+        if options["usetables"] and tablebase.has_layer(position.seeds) and (
+                max_table_seeds < 0 or position.seeds <= max_table_seeds):
+            try:
+                return table_answer(tablebase, game)
+            except MissingTableError:
+                pass  # a smaller layer is missing: search
+        time_left = None if limits.time is None else max(0.005, limits.time - (_time.perf_counter() - started))
+        arguments = {"depth": limits.depth, "nodes": limits.nodes, "cycles": options["cycles"]}
+
+        def progress(depth, value, exact, nodes, seconds):
+            self.say(f"info depth {depth} score cp {100 * value} nodes {nodes} time {round(1000 * seconds)} "
+                     f"nps {round(nodes / seconds) if seconds > 0 else 0}")
+
+        unlimited = time_left is None and limits.depth is None and limits.nodes is None
+        if unlimited and not callable(getattr(searcher, "stop", None)):
+            return self._sliced(searcher, game, arguments, progress)
+        result = searcher.search(game, time=time_left, progress=progress, **arguments)
+        return self._from_result(result)
+
+    def _sliced(self, searcher, game, arguments, progress):
+        """An unlimited search with a Searcher that cannot be stopped from outside:
+        searches of growing length (SLICE_SECONDS, then the last one again) until
+        stop or an exact value; the deepest one answers."""
+        best = None
+        for round_number in range(1 << 30):
+            seconds = SLICE_SECONDS[min(round_number, len(SLICE_SECONDS) - 1)]
+            result = searcher.search(game, time=seconds, progress=progress, **arguments)
+            if best is None or result.exact or result.depth >= best.depth:
+                best = result
+            if result.exact or self._stop.is_set():
+                break
+        return self._from_result(best)
+
+    @staticmethod
+    def _from_result(result):
+        # A Searcher that says which rule its value holds under is quoted; else its mode.
+        rule = getattr(result, "rule", None) or f"repetition: {result.cycles}"
+        return Answer(result.move, result.value, bool(result.exact), rule, result.source, result.depth,
+                      result.nodes, result.seconds, tuple(result.line))
+
+    def _report(self, answer, started):
+        parts = ["info"]
+        if answer.depth:
+            parts += ["depth", str(answer.depth)]
+        if answer.value is not None:
+            parts += ["score", "cp", str(100 * answer.value)]
+        elapsed = _time.perf_counter() - started
+        parts += ["nodes", str(answer.nodes), "time", str(round(1000 * elapsed))]
+        if answer.nodes and elapsed > 0:
+            parts += ["nps", str(round(answer.nodes / elapsed))]
+        if answer.line:
+            parts += ["pv", "".join(answer.line)]
+        self.say(" ".join(parts))
+        if answer.value is not None:
+            kind = "exact" if answer.exact else "estimate"
+            self.say(f"info string value {answer.value:+d} for the side to move, {kind}; "
+                     f"source {answer.source}; {answer.rule}")
+
+
+def main(directory: str | None = None) -> int:
+    """Speak UCI on standard input and output."""
+    return UciEngine(directory=directory).run()
+
+
+__all__ = ["Answer", "Limits", "UciEngine", "UciError", "diagram", "main", "parse_diagram", "parse_go",
+           "parse_position", "table_answer"]

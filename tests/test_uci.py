@@ -1,0 +1,249 @@
+"""`awele uci`: scripted sessions over a pipe, as a GUI drives the engine."""
+
+import io
+import os
+import queue
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from solver import uci
+from solver.position import Game, Position
+from solver.probe import Tablebase
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PATIENCE = 120  # seconds before a missing answer fails the test (a guard, not a measurement)
+
+
+class Session:
+    """`python -m solver uci` in a subprocess, its output read line by line."""
+
+    def __init__(self, directory):
+        environment = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.process = subprocess.Popen([sys.executable, "-m", "solver", "uci", "--dir", directory],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, bufsize=1, env=environment)
+        self.lines = queue.Queue()
+        self.errors = []
+        threading.Thread(target=self._pump, args=(self.process.stdout, self.lines.put), daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.process.stderr, self.errors.append), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream, put):
+        for line in stream:
+            put(line.rstrip("\n"))
+        put(None)
+
+    def send(self, *lines):
+        for line in lines:
+            self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def until(self, first_word):
+        """The lines up to and including the first that starts with `first_word`."""
+        seen = []
+        while True:
+            line = self.lines.get(timeout=PATIENCE)
+            assert line is not None, f"the engine exited before {first_word!r}; said {seen}, logged {self.errors}"
+            seen.append(line)
+            if line.split()[:1] == [first_word]:
+                return seen
+
+    def finish(self):
+        self.process.stdin.close()
+        return self.process.wait(PATIENCE)
+
+
+@pytest.fixture
+def session(table_dir):
+    running = Session(table_dir)
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+        running.process.wait()
+
+
+def bestmove(lines):
+    words = lines[-1].split()
+    assert words[0] == "bestmove"
+    return words[1], (words[3] if len(words) > 3 and words[2] == "ponder" else None)
+
+
+def test_a_gui_session_from_the_opening(session):
+    session.send("uci")
+    hello = session.until("uciok")
+    assert hello[0].startswith("id name awele") and hello[1].startswith("id author")
+    assert any(line.startswith("option name Hash type spin") for line in hello)
+    assert any(line.startswith("option name Tables type string") for line in hello)
+    session.send("setoption name Hash value 16", "isready")
+    assert session.until("readyok") == ["readyok"]
+    session.send("ucinewgame", "isready")
+    session.until("readyok")
+    game = Game()
+    for _ in range(2):  # the GUI sends the whole game each time, letters run together
+        moves = "".join(game.moves)
+        session.send(f"position startpos moves {moves}" if moves else "position startpos", "go depth 5 movetime 2000")
+        lines = session.until("bestmove")
+        move, ponder = bestmove(lines)
+        assert move in game.legal_moves()
+        infos = [line for line in lines if line.startswith("info depth")]
+        assert infos and all(" score cp " in line and " nodes " in line and " time " in line for line in infos)
+        assert "pv" in infos[-1].split() and infos[-1].split()[-1].startswith(move)
+        game.play(move)
+        if ponder is not None:
+            assert ponder in game.legal_moves()
+        game.play(game.legal_moves()[0])  # the GUI's player answers
+    session.send("quit")
+    assert session.process.wait(PATIENCE) == 0
+    assert not [e for e in session.errors if e], session.errors  # nothing was ignored
+
+
+def test_stop_during_go_infinite_and_isready_while_searching(session):
+    session.send("uci", "isready")
+    session.until("readyok")
+    session.send("position startpos moves FbDa", "go infinite", "isready")
+    answered = session.until("readyok")
+    assert not any(line.startswith("bestmove") for line in answered)  # answered while the search runs
+    session.send("stop")
+    move, _ = bestmove(session.until("bestmove"))
+    assert move in Game.from_record("F b D a").legal_moves()
+    session.send("isready")  # the engine takes commands again
+    session.until("readyok")
+    assert session.finish() == 0
+
+
+def test_garbage_lines_are_logged_and_ignored(session):
+    session.send("uci")
+    session.until("uciok")
+    garbage = ["hello there", "position", "position fen 1-2-3", "position fen 4-4-4-4-4-4-4-4-4-4-4-4-0-0-X",
+               "setoption name Nope value 1", "setoption Hash 12", "setoption name Hash value lots",
+               "go nodes many depth 3", "\u00e9\u00e8 \x07", "bestmove A", "position startpos moves Fz"]
+    session.send(*garbage)
+    lines = session.until("bestmove")  # the go's good limit is kept; nothing else answers
+    assert all(line.startswith("info") for line in lines[:-1])
+    move, _ = bestmove(lines)
+    assert move in Position.initial().legal_moves()
+    session.send("isready")
+    assert session.until("readyok") == ["readyok"]
+    session.send("quit")
+    assert session.process.wait(PATIENCE) == 0
+    logged = [e for e in session.errors if e]
+    assert len([e for e in logged if "ignored" in e]) >= len(garbage) - 1, logged
+    assert not any("Traceback" in e for e in logged)
+
+
+def test_a_position_with_an_illegal_move_is_ignored_and_the_previous_one_kept(session):
+    session.send("uci", "position startpos moves F", "position startpos moves Fbb", "go depth 2")
+    move, _ = bestmove(session.until("bestmove"))
+    assert move in Position.initial().play("F").legal_moves()  # North to move, after F alone
+    assert session.finish() == 0
+    assert any("move 3 (b) is illegal" in e for e in session.errors), session.errors
+
+
+def test_the_end_of_input_ends_the_engine_even_while_searching(session):
+    session.send("uci", "position startpos", "go infinite")
+    session.until("uciok")
+    assert session.finish() == 0
+
+
+def test_a_finished_game_answers_the_null_move(session):
+    session.send("position fen 0-0-0-0-0-1-1-0-0-0-0-0-25-21-S", "go movetime 100")
+    lines = session.until("bestmove")
+    assert lines[-1] == "bestmove 0000" and "game is over" in lines[0]
+    assert session.finish() == 0
+
+
+def test_a_position_in_the_tables_is_answered_from_them(session, table_dir):
+    position = Position.from_string("0-1-2-0-3-1/2-0-1-0-0-1 N 18:19")  # 11 seeds: inside layers 0..12
+    session.send(f"position fen {uci.diagram(position)}", "go movetime 1000")
+    lines = session.until("bestmove")
+    move, _ = bestmove(lines)
+    with Tablebase(table_dir) as tablebase:
+        assert move in tablebase.best_moves(position)
+        value = tablebase.value(position)
+    assert any(line.startswith("info ") and f"score cp {100 * value}" in line for line in lines)
+    assert any("source table" in line for line in lines)
+    assert session.finish() == 0
+
+
+# The same answers in one process, and the pieces of the dialect -------------------
+
+
+def run_script(lines, directory):
+    out, log = io.StringIO(), io.StringIO()
+    assert uci.UciEngine(io.StringIO("".join(line + "\n" for line in lines)), out, log, directory).run() == 0
+    return out.getvalue().splitlines(), log.getvalue().splitlines()
+
+
+def true_rule_values(tablebase, game):
+    """Each move's value in the game's position: the end of the game by the rules
+    (a repetition of the game's history included) where it ends, else the tables'."""
+    position = game.position
+    mine_before, theirs_before = position.mover_captured()
+    values = {}
+    for move in position.legal_moves():
+        game.play(move)
+        if game.is_over():
+            final = game.result() if position.to_move == "S" else game.result()[::-1]
+            values[move] = (final[0] - mine_before) - (final[1] - theirs_before)
+        else:
+            child = game.position
+            values[move] = position.play_capture(move)[1] - tablebase.value(child)
+        game.undo()
+    return values
+
+
+@pytest.mark.parametrize("start, record, repeating, table_value, true_best", [
+    # North's d is worth +4 by the tables, but it repeats the start: 0 by the true rule, as c.
+    ("0-0-1-0-0-1/0-0-1-0-1-0 S 0:0", "C c D e F a E f A b B", "d", 4, 0),
+    # South's a repeats an earlier position (+4 by the true rule); c, d and e keep the tables' +6.
+    ("0-0-0-0-1-0/0-1-2-1-1-0 S 0:0", "E c F e A b B d C e D f B a A c B b C d E c F b D", "a", 6, 6),
+])
+def test_the_table_answer_applies_the_true_rule_to_the_games_history(table_dir, start, record, repeating,
+                                                                     table_value, true_best):
+    game = Game.from_record(record, Position.from_string(start))
+    with Tablebase(table_dir) as tablebase:
+        assert tablebase.move_values(game.position)[repeating] == table_value
+        values = true_rule_values(tablebase, game)
+        assert values[repeating] != table_value  # the history changes this move's value
+        answer = uci.table_answer(tablebase, game)
+    assert game.moves == record.split()  # the game is left as it was
+    assert values[answer.move] == max(values.values()) == answer.value == true_best
+    assert answer.exact and answer.source == "table"
+
+
+def test_go_limits_follow_the_side_to_moves_clock():
+    assert uci.parse_go(["movetime", "500"], "S").time == pytest.approx(0.5 - uci.RESPONSE_MARGIN)
+    south = uci.parse_go(["wtime", "30000", "btime", "3000", "winc", "1000", "binc", "0"], "S")
+    north = uci.parse_go(["wtime", "30000", "btime", "3000", "winc", "1000", "binc", "0"], "N")
+    assert south.time == pytest.approx(30 / uci.MOVES_TO_GO + 0.75)
+    assert north.time == pytest.approx(3 / uci.MOVES_TO_GO)
+    assert uci.parse_go(["btime", "1000", "movestogo", "1"], "N").time == pytest.approx(0.5 * (1 - uci.RESPONSE_MARGIN))
+    assert uci.parse_go(["infinite"], "S") == uci.Limits(infinite=True)
+    assert uci.parse_go(["depth", "7"], "S") == uci.Limits(depth=7)
+    assert uci.parse_go([], "S").time == uci.DEFAULT_MOVE_SECONDS
+    logged = []
+    assert uci.parse_go(["movetime", "soon", "depth", "3", "sideways"], "S", logged.append) == uci.Limits(depth=3)
+    assert len(logged) == 2
+
+
+def test_the_dialects_position_notation_round_trips():
+    for text in ("4-4-4-4-4-4/4-4-4-4-4-4 S 0:0", "0-1-2-0-3-1/2-0-1-3-2-1 N 20:12"):
+        position = Position.from_string(text)
+        assert uci.parse_diagram(uci.diagram(position)) == position
+    game = uci.parse_position(["fen", "4-4-4-4-4-4-4-4-4-4-4-4-0-0-S", "moves", "F", "bD", "a"])
+    assert game.moves == ["F", "b", "D", "a"] and game.start == Position.initial()
+    for words in (["startpos", "moves", "FF"], ["fen"], ["sideways"], ["fen", "5-4-4-4-4-4-4-4-4-4-4-4-0-0-S"]):
+        with pytest.raises(uci.UciError):
+            uci.parse_position(words)
+
+
+def test_options_change_the_searcher_in_process(table_dir):
+    said, logged = run_script(["setoption name MaxTableSeeds value 4", "setoption name UseTables value false",
+                               "setoption name Cycles value split", "setoption name Tables value /no/such/folder",
+                               "isready", "position fen 0-1-2-0-3-1-2-0-1-0-0-1-18-19-N", "go depth 3"], table_dir)
+    assert said[0] == "readyok" and said[-1].split()[0] == "bestmove"
+    assert not any("source table" in line for line in said)  # UseTables false: searched
+    assert len(logged) == 1 and "/no/such/folder" in logged[0]
