@@ -93,9 +93,7 @@ def _threat(mover, opponent):
     best = 0
     for house in range(ROW):
         if mask & (1 << house):
-            captured = play(mover, opponent, house)[0]
-            if captured > best:
-                best = captured
+            best = max(best, play(mover, opponent, house)[0])
     return best
 
 
@@ -391,8 +389,8 @@ def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: lis
     """
     from .tables import built_layers
 
-    fit_layers = sorted(set(int(n) for n in fit_layers))
-    holdout_layers = sorted(set(int(n) for n in holdout_layers))
+    fit_layers = sorted({int(n) for n in fit_layers})
+    holdout_layers = sorted({int(n) for n in holdout_layers})
     if not fit_layers:
         raise EvaluationError("no layers to fit on")
     if set(fit_layers) & set(holdout_layers):

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import naive_legal_moves, naive_play
 
 from solver import Position
 from solver.cli import cli
@@ -29,8 +30,6 @@ from solver.evaluation import (
 from solver.probe import Tablebase
 from solver.rules import pack
 from solver.search import Searcher
-
-from naive import naive_legal_moves, naive_play
 
 FIT_LAYERS = list(range(4, 11))
 HOLDOUT_LAYERS = [11, 12]
