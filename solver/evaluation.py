@@ -272,7 +272,8 @@ def _playouts(games, seed, opening_plies, random_share, max_plies, out):
     Each game opens with 1..opening_plies random moves, then plays _choose
     with a share of random moves drawn in [0, 2 * random_share], and stops
     when the game is over (rules 5 and 6, 25 seeds, 24-24) or after
-    max_plies plies.
+    max_plies plies. Repetitions do not end a playout (a cycle runs to
+    max_plies, its positions kept once by game_positions).
     """
     np.random.seed(seed)
     count = 0
