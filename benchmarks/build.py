@@ -147,7 +147,8 @@ def one_layer(seeds, directory, threads):
     stats["wall_seconds"] = time.perf_counter() - started
     stats.pop("stages")
     stats["sha256"] = hashlib.sha256(values.tobytes()).hexdigest()
-    recorded_hashes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "layer_sha256.json")
+    here = os.path.dirname(os.path.abspath(__file__))
+    recorded_hashes = os.path.join(here, "..", "tests", "data", "layer_sha256.json")
     with open(recorded_hashes) as handle:
         stats["recorded_sha256"] = json.load(handle)["sha256"].get(str(seeds)) == stats["sha256"]
     print(json.dumps({"benchmark": "build-layer", "seeds": seeds, "threads": threads, **stats}))
@@ -244,7 +245,8 @@ def main():
     print(json.dumps(summary, indent=2))
     print(f"layers 0..{args.max_seeds}: {total:.1f} s, files {file_bytes / 2**20:.1f} MiB "
           f"({summary['file_bytes_per_position']:.3f} B/position), peak RSS {summary['peak_rss_bytes'] / 2**30:.2f} GiB"
-          + (f", speed-up 1->{args.threads} threads on layer {layer}: {summary['speedup']:.2f}" if "speedup" in summary else ""))
+          + (f", speed-up 1->{args.threads} threads on layer {layer}: {summary['speedup']:.2f}"
+             if "speedup" in summary else ""))
 
 
 if __name__ == "__main__":

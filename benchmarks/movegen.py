@@ -16,7 +16,7 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
-from solver import Position, perft  # noqa: E402
+from solver import Position, perft
 
 
 def main():

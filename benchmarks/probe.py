@@ -76,7 +76,8 @@ def main():
         "cpus": os.cpu_count(),
     }
     print(json.dumps(result, indent=2))
-    print(f"awele best: {result['best_seconds']:.2f} s (warm), values(): {result['values_per_second'] / 1e6:.1f} M positions/s")
+    print(f"awele best: {result['best_seconds']:.2f} s (warm), "
+          f"values(): {result['values_per_second'] / 1e6:.1f} M positions/s")
 
 
 if __name__ == "__main__":

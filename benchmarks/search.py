@@ -18,8 +18,8 @@ import tempfile
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # the build's threads; search threads are --threads
 
 
-from solver import build as builder  # noqa: E402
-from solver.bench import SUITE_TABLE_SEEDS, bench_search  # noqa: E402
+from solver import build as builder
+from solver.bench import SUITE_TABLE_SEEDS, bench_search
 
 
 def main():

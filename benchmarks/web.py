@@ -43,7 +43,7 @@ def random_position(seeds, rng):
 
 def percentile(values, share):
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def resident_mib(pid):

@@ -227,7 +227,7 @@ def malformed(cases, source, work):
             cases.record(f"attributes: {damage}: {command[0]}", not problem, problem or err.strip())
         status, out, err = awele("info", "--dir", folder)
         cases.record(f"attributes: {damage}: info", status == 0 and "Traceback" not in err,
-                     [line for line in out.splitlines() if line.strip().startswith("13 ")][0][-90:]
+                     next(line for line in out.splitlines() if line.strip().startswith("13 "))[-90:]
                      if status == 0 else err.strip())
     shutil.rmtree(folder, ignore_errors=True)
     copy_small(source, folder, top=12)
@@ -365,7 +365,7 @@ def interrupts(cases, source, work):
         process.send_signal(signal.SIGINT)
         started = time.perf_counter()
         try:
-            out, err = process.communicate(timeout=30)
+            _out, err = process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             cases.record(f"Ctrl-C: {name}", False, "still running 30 s after Ctrl-C")

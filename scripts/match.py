@@ -341,10 +341,8 @@ def _info_depth_value(words, depth, value):
         if word == "depth" and words[i + 1].isdigit():
             depth = int(words[i + 1])
         if word == "cp":
-            try:
+            with contextlib.suppress(ValueError):
                 value = round(int(words[i + 1]) / 100)
-            except ValueError:
-                pass
     return depth, value
 
 

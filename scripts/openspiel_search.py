@@ -19,12 +19,12 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
-import pyspiel  # noqa: E402
-from open_spiel.python.algorithms.minimax import alpha_beta_search  # noqa: E402
+import pyspiel
+from open_spiel.python.algorithms.minimax import alpha_beta_search
 
-from solver import Position  # noqa: E402
-from solver.bench import suite_positions  # noqa: E402
-from solver.search import Searcher  # noqa: E402
+from solver import Position
+from solver.bench import suite_positions
+from solver.search import Searcher
 
 LETTERS = ("ABCDEF", "abcdef")  # OpenSpiel player 0 = South, player 1 = North
 

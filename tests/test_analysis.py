@@ -11,6 +11,9 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from naive import naive_legal_moves, naive_play, naive_terminal_value
+from naive_search import TooLarge, naive_search_value
+from naive_solver import naive_value
 
 from solver import Game, Position
 from solver.analysis import MISTAKE_SEEDS, Analysis, analyse, mark_move, outcome_class
@@ -18,10 +21,6 @@ from solver.cli import cli
 from solver.errors import InvalidArgumentError, InvalidRecordError, MissingTableError
 from solver.probe import Tablebase
 from solver.search import Searcher
-
-from naive import naive_legal_moves, naive_play, naive_terminal_value
-from naive_search import TooLarge, naive_search_value
-from naive_solver import naive_value
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAIVE_LAYERS = 6  # the naive solver takes seconds a layer from 7 seeds on

@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import all_boards
 
 from solver import index
 from solver.errors import InvalidPositionError
-
-from naive import all_boards
 
 
 def test_layer_sizes_match_the_formula_and_published_figures():

@@ -84,7 +84,7 @@ def test_random_bit_flips_never_give_a_wrong_value(layer13, tmp_path, region):
 def test_a_damaged_chunk_index_entry_is_refused_not_read_as_zeros(layer13, tmp_path):
     """The case a hostile test found: a chunk address pointing elsewhere made
     HDF5 return fill values (or another chunk) silently."""
-    source, truth = layer13
+    source, _truth = layer13
     path = tables.table_path(str(tmp_path), SEEDS)
     shutil.copyfile(source, path)
     with h5py.File(path, "r") as handle:
@@ -102,9 +102,8 @@ def test_a_damaged_chunk_index_entry_is_refused_not_read_as_zeros(layer13, tmp_p
         reader.value(3 * tables.CHUNK + 5)
     with pytest.raises(TableError):
         tables.load_values(str(tmp_path), SEEDS)
-    with Tablebase(str(tmp_path)) as tablebase:
-        with pytest.raises(TableError):
-            tablebase._lookup(SEEDS, 3 * tables.CHUNK + 5)
+    with Tablebase(str(tmp_path)) as tablebase, pytest.raises(TableError):
+        tablebase._lookup(SEEDS, 3 * tables.CHUNK + 5)
 
 
 @pytest.mark.parametrize("damage", ["seeds as an array", "histogram missing", "histogram a string",
@@ -179,9 +178,8 @@ def test_a_folder_under_a_layer_name_is_a_named_error(tmp_path):
     build.build(6, str(tmp_path))
     os.remove(tables.table_path(str(tmp_path), 6))
     os.mkdir(tables.table_path(str(tmp_path), 6))
-    with Tablebase(str(tmp_path)) as tablebase:
-        with pytest.raises(TableError, match="awele-06.h5 is not a table file"):
-            tablebase.value("0-1-0-2-0-1/1-0-0-1-0-0 S 0:0")
+    with Tablebase(str(tmp_path)) as tablebase, pytest.raises(TableError, match="awele-06.h5 is not a table file"):
+        tablebase.value("0-1-0-2-0-1/1-0-0-1-0-0 S 0:0")
     assert tables.table_info(str(tmp_path), 6)["status"] == "corrupt"
     for command in (["best", "0-1-0-2-0-1/1-0-0-1-0-0 S 0:0"], ["build", "--max-seeds", "6"]):
         result = CliRunner().invoke(cli, command + ["--dir", str(tmp_path)])

@@ -11,7 +11,6 @@ from math import comb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from naive import (
     all_boards,
     in_index,

@@ -157,7 +157,7 @@ def test_random_games_agree_with_openspiel():
     reasons = Counter()
     plies = 0
     for seed in range(RANDOM_GAMES):
-        for ply, _, game in play_both(seed):
+        for ply, _, game in play_both(seed):  # noqa: B007 (the last ply and game are read below)
             pass
         reasons[game.end_reason] += 1
         plies += ply

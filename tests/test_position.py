@@ -362,7 +362,7 @@ def test_bad_records_raise(record):
 # B->C, a->b, A->B, b->c, C->D, c->d, D->E, d->e, E->F, e->f, F->a, f->A brings
 # back A=1 B=1 / a=1 with South to move. South has 2 seeds there, North 1.
 CYCLE_START = "1-1-0-0-0-0/1-0-0-0-0-0 S 10:20"
-CYCLE = "B a A b C c D d E e F f".split()
+CYCLE = ["B", "a", "A", "b", "C", "c", "D", "d", "E", "e", "F", "f"]
 
 
 def test_repetition_ends_the_game_and_each_side_takes_its_own_seeds():

@@ -6,14 +6,13 @@ import random
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from naive import naive_legal_moves, naive_play
+from naive_solver import naive_solve
 
 from solver import Position
 from solver.cli import cli
 from solver.errors import GameOverError, InvalidPositionError, MissingTableError
 from solver.probe import Tablebase
-
-from naive import naive_legal_moves, naive_play
-from naive_solver import naive_solve
 
 NAIVE_LAYERS = 8
 
@@ -194,7 +193,8 @@ def test_cli_best_text_and_json(table_dir):
     result = runner.invoke(cli, ["best", "0-0-0-0-1-2/1-0-0-0-0-0 N 20:23", "--dir", table_dir])
     assert result.exit_code == 0, result.output
     assert "value for North" in result.output and "*" in result.output
-    data = json.loads(runner.invoke(cli, ["query", "0-0-0-0-1-2/1-0-0-0-0-0 N 20:23", "--dir", table_dir, "--json"]).output)
+    query = ["query", "0-0-0-0-1-2/1-0-0-0-0-0 N 20:23", "--dir", table_dir, "--json"]
+    data = json.loads(runner.invoke(cli, query).output)
     with Tablebase(table_dir) as tablebase:
         position = Position.from_string("0-0-0-0-1-2/1-0-0-0-0-0 N 20:23")
         assert data["value"] == tablebase.value(position)
@@ -221,7 +221,8 @@ def test_cli_best_errors_are_one_line(tmp_path):
     # A folder best would build its small tables in, but that cannot be made: one line, before any notice.
     (tmp_path / "a-file").write_text("")
     for command in ("best", "line"):
-        result = runner.invoke(cli, [command, "0-1-0-2-0-1/1-0-0-1-0-0 S 0:0", "--dir", str(tmp_path / "a-file" / "tables")])
+        inside_a_file = str(tmp_path / "a-file" / "tables")
+        result = runner.invoke(cli, [command, "0-1-0-2-0-1/1-0-0-1-0-0 S 0:0", "--dir", inside_a_file])
         assert result.exit_code == 2, result.output
         assert len(result.output.strip().splitlines()) == 1, result.output
     # Above the tables (and above what `best` builds by itself) it searches.

@@ -55,7 +55,8 @@ def test_a_predicted_outcome_splits_the_seeds_on_the_board_as_the_value_says(sou
     assert outcome.totals == naive_predicted(Scored, value)
     assert outcome.value_for(Scored) == value
     assert outcome.south + outcome.north == south + north + seeds
-    assert outcome.winner == ("S" if outcome.south > outcome.north else "N" if outcome.north > outcome.south else "draw")
+    expected = "S" if outcome.south > outcome.north else "N" if outcome.north > outcome.south else "draw"
+    assert outcome.winner == expected
     mine, theirs = (south, north) if side == "S" else (north, south)
     margin = mine - theirs + value
     assert outcome.for_side(side) == ("win" if margin > 0 else "loss" if margin < 0 else "draw")

@@ -10,14 +10,13 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from naive import naive_legal_moves, naive_play
+from naive_solver import naive_solve
 
 from solver import build, index, retrograde, tables
 from solver.cli import cli
 from solver.errors import CorruptTableError, MissingTableError, TableMismatchError
 from solver.layers import LayerStore
-
-from naive import naive_legal_moves, naive_play
-from naive_solver import naive_solve
 
 NAIVE_LAYERS = 8
 

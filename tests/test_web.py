@@ -12,16 +12,18 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
-from click.testing import CliRunner  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
 
-from solver import Game, Position  # noqa: E402
-from solver.analysis import analyse  # noqa: E402
-from solver.cli import cli  # noqa: E402
-from solver.probe import Tablebase  # noqa: E402
-from solver.web import create_app  # noqa: E402
-from solver.web import oracle  # noqa: E402
-from solver.web.app import MAX_BODY_BYTES, STATIC_FILES  # noqa: E402
+from solver import Game, Position
+from solver.analysis import analyse
+from solver.cli import cli
+from solver.probe import Tablebase
+from solver.web import (
+    create_app,
+    oracle,
+)
+from solver.web.app import MAX_BODY_BYTES, STATIC_FILES
 
 MAX_SEARCH_TIME = 0.5
 

@@ -3,7 +3,6 @@ names the layer and never a filesystem path, for that layer's positions
 only; the search process leaves the layer out (and /api/info says so)
 instead of failing every search."""
 
-import os
 import shutil
 
 import h5py
@@ -12,10 +11,10 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from solver import tables  # noqa: E402
-from solver.web import create_app  # noqa: E402
+from solver import tables
+from solver.web import create_app
 
 BAD = 9
 IN_BAD = "0-2-1-0-1-1/1-1-0-1-1-0 S"  # 9 seeds
