@@ -19,6 +19,7 @@ from solver import Game, Position
 from solver.analysis import analyse
 from solver.cli import cli
 from solver.probe import Tablebase
+from solver.report import best_of
 from solver.web import (
     create_app,
     oracle,
@@ -282,7 +283,11 @@ def test_awele_plays_perfect_moves_from_the_tables_and_searches_above(client, ta
             continue
         answer = ask(client, "/api/engine", {"position": str(position)})
         assert answer["source"] == "table" and answer["exact"] is True
-        assert answer["move"] in tablebase.best_moves(position), position
+        # Best by the rules of the game: a move that ends it (25 seeds) is worth what the end gives.
+        in_game = tablebase.game_moves(Game(position))
+        assert answer["move"] in [m.move for m in best_of(in_game)], position
+        if all(m.outcome.reason is None for m in in_game):
+            assert answer["move"] in tablebase.best_moves(position), position  # no end: the tables' best
         if tablebase.best_move(Game(position), progress=False) is None:
             # A winner's choice among quiet best moves: the tables' line picks it.
             progress_cases += 1
