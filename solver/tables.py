@@ -80,12 +80,12 @@ def default_directory() -> str:
     return platformdirs.user_data_dir("awele", appauthor=False)
 
 
-def table_path(directory: str, seeds: int) -> str:
+def table_path(directory: str | os.PathLike, seeds: int) -> str:
     """Path of the file of layer `seeds` in `directory`."""
     return os.path.join(directory, f"awele-{seeds:02d}.h5")
 
 
-def build_command(seeds: int, directory: str | None = None) -> str:
+def build_command(seeds: int, directory: str | os.PathLike | None = None) -> str:
     """The command line that builds every layer up to `seeds`."""
     where = "" if directory in (None, default_directory()) else f" --dir {directory}"
     return f"awele build --max-seeds {seeds}{where}"
@@ -329,7 +329,7 @@ def damage_guard(path: str) -> Iterator[None]:
         raise CorruptTableError(f"{path} is damaged: {error}") from None
 
 
-def open_table(directory: str, seeds: int, cache_bytes: int | None = None) -> h5py.File:
+def open_table(directory: str | os.PathLike, seeds: int, cache_bytes: int | None = None) -> h5py.File:
     """Open the file of layer `seeds` for reading after checking its attributes.
 
     Raises MissingTableError, CorruptTableError or TableMismatchError, each
@@ -449,7 +449,7 @@ def _check_chunks(path, crcs, first_chunk, values):
             raise CorruptTableError(f"{path} is damaged: chunk {chunk} fails its CRC-32")
 
 
-def load_values(directory: str, seeds: int, out: np.ndarray | None = None) -> np.ndarray:
+def load_values(directory: str | os.PathLike, seeds: int, out: np.ndarray | None = None) -> np.ndarray:
     """Layer `seeds` read whole into an int8 array (into `out` if given).
 
     Every chunk's checksum is verified on the way, and the values must match
@@ -472,7 +472,7 @@ def load_values(directory: str, seeds: int, out: np.ndarray | None = None) -> np
     return values
 
 
-def check_values(directory: str, seeds: int) -> None:
+def check_values(directory: str | os.PathLike, seeds: int) -> None:
     """Check the file of layer `seeds` as load_values does (layout, every
     chunk's CRC-32, the stored histogram) a slice at a time, keeping nothing:
     a layer counts as built only once this passes. Raises MissingTableError,
@@ -494,7 +494,7 @@ def check_values(directory: str, seeds: int) -> None:
         raise CorruptTableError(f"{path}: values do not match the stored histogram")
 
 
-def load_slice(directory: str, seeds: int, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+def load_slice(directory: str | os.PathLike, seeds: int, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
     """Ranks start..stop-1 of layer `seeds` (int8), every chunk they touch
     checked against its CRC-32, and the file's stored histogram (a caller
     holding every slice checks the sum of theirs against it)."""
@@ -522,7 +522,7 @@ class ChunkReader:
     Safe to share between threads: a lock covers the cache and the HDF5
     handle; a probe after close() raises TablebaseClosedError."""
 
-    def __init__(self, directory: str, seeds: int, cache_chunks: int = 64) -> None:
+    def __init__(self, directory: str | os.PathLike, seeds: int, cache_chunks: int = 64) -> None:
         self.path = table_path(directory, seeds)
         self.seeds = seeds
         # HDF5's own chunk cache would only duplicate ours.
@@ -570,7 +570,7 @@ class ChunkReader:
             self.handle.close()
 
 
-def table_info(directory: str, seeds: int, full: bool = False) -> dict[str, Any]:
+def table_info(directory: str | os.PathLike, seeds: int, full: bool = False) -> dict[str, Any]:
     """A dict describing the file of layer `seeds`: status 'ok', 'missing',
     'corrupt' or 'mismatch', and for a valid file its attributes and size.
     'ok' needs full=True, which reads every value back (check_values: every
@@ -602,7 +602,7 @@ def table_info(directory: str, seeds: int, full: bool = False) -> dict[str, Any]
     return info
 
 
-def built_layers(directory: str) -> list[int]:
+def built_layers(directory: str | os.PathLike) -> list[int]:
     """Seed counts that have a file (valid or not) named awele-NN.h5 in `directory`, sorted.
     Other names (awele-012.h5, awele-99.h5) are not layers and are ignored."""
     found = []
