@@ -20,20 +20,30 @@ import fcntl
 import os
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numba
+import numpy as np
 
 from . import distributed, index, retrograde, tables
-from .plan import (BASE_BYTES, default_budget, exit_groups, least_bytes, memory_message, process_bytes,
-                   process_memory_message, working_bytes)
 from .errors import BuildError, CorruptTableError, TableMismatchError, TableWriteError
 from .layers import LayerStore
+from .plan import (
+    BASE_BYTES,
+    default_budget,
+    exit_groups,
+    least_bytes,
+    memory_message,
+    process_bytes,
+    process_memory_message,
+    working_bytes,
+)
 
 LOCK_NAME = ".awele-build.lock"
 
 
-def peak_memory_bytes():
+def peak_memory_bytes() -> int:
     """Peak resident memory of this process so far."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
@@ -44,11 +54,11 @@ def peak_memory_bytes():
 class BuildLock:
     """The folder's build lock: flock on .awele-build.lock, released on exit."""
 
-    def __init__(self, directory):
+    def __init__(self, directory: str) -> None:
         self.path = os.path.join(directory, LOCK_NAME)
-        self.descriptor = None
+        self.descriptor: int | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> BuildLock:
         try:
             self.descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as error:
@@ -68,14 +78,14 @@ class BuildLock:
         os.pwrite(self.descriptor, f"{os.getpid()}\n".encode(), 0)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self.descriptor is not None:
             os.ftruncate(self.descriptor, 0)
             os.close(self.descriptor)  # closing releases the flock
             self.descriptor = None
 
 
-def prepare_directory(directory):
+def prepare_directory(directory: str) -> None:
     """Create the tables folder if needed; one clear error if it cannot be used."""
     if os.path.lexists(directory) and not os.path.isdir(directory):
         raise TableWriteError(f"{directory} exists and is not a folder")
@@ -122,7 +132,8 @@ def _make_room(store, keep, need, budget, working):
         store.drop(seeds)
 
 
-def build_layer(seeds, directory, store, budget, rows, progress=None):
+def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...],
+                progress: Callable | None = None) -> dict[str, Any]:
     """Solve layer `seeds` in `store` within `budget` and write its file; return stats."""
     working = working_bytes(seeds)
     wanted = set(retrograde.exit_layers(seeds))
@@ -227,8 +238,9 @@ class CollectiveError(BuildError):
     """An error every process of a distributed build raises alike (process 0 reports it)."""
 
 
-def build_distributed(max_seeds: int, directory: str | None = None, exchange=None, threads: int | None = None,
-                      memory: int | None = None, checkpoint_dir: str | None = None, checkpoint_interval: float = 0.0,
+def build_distributed(max_seeds: int, directory: str | None = None, exchange: distributed.Exchange | None = None,
+                      threads: int | None = None, memory: int | None = None, checkpoint_dir: str | None = None,
+                      checkpoint_interval: float = 0.0,
                       report: Callable[[dict], None] | None = None, progress: Callable | None = None,
                       outbox: int | None = None, batch: int | None = None) -> None:
     """build() on the processes of `exchange` (solver.distributed; every one
@@ -249,7 +261,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange=Non
     outbox = distributed.OUTBOX if outbox is None else outbox
     batch = distributed.EXIT_BATCH if batch is None else batch
     lock = BuildLock(directory)
-    decision = None
+    decision: dict[str, Any] | None = None
     try:
         if rank == 0:
             try:
@@ -311,6 +323,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange=Non
                 seconds = time.perf_counter() - started
                 shared = exchange.gather((exchange.bytes_sent - sent, exchange.seconds - talking, peak_memory_bytes()))
                 if rank == 0:
+                    assert shared is not None, "process 0 gathers"
                     exchanged = sum(s[0] for s in shared)
                     talk = sum(s[1] for s in shared) / processes
                     row.update(
@@ -328,7 +341,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange=Non
         lock.__exit__()
 
 
-def load_layers(directory, layers, store=None):
+def load_layers(directory: str, layers: Iterable[int], store: LayerStore | None = None) -> LayerStore:
     """A LayerStore holding `layers` read from `directory` (checked)."""
     layers = sorted(set(layers))
     store = store if store is not None and store.max_seeds >= max(layers, default=0) else LayerStore(

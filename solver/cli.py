@@ -4,12 +4,16 @@ User errors (bad positions, illegal moves, missing tables) print one line on
 stderr and exit with status 2; no traceback reaches the user.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +21,9 @@ from . import __version__
 from .errors import AweleError
 from .limits import MAX_PERFT_DEPTH, MAX_PLY
 from .report import EndReason, Outcome, Rule, move_rows
+
+if TYPE_CHECKING:
+    from .position import Position
 
 EXIT_USER_ERROR = 2
 
@@ -27,7 +34,7 @@ class UserError(click.ClickException):
     exit_code = EXIT_USER_ERROR
 
 
-def parse_position(text, moves=None):
+def parse_position(text: str | None, moves: str | None = None) -> Position:
     """A Position from notation (canonical or 12 integers) and/or a move record."""
     from .position import Game, Position
 
@@ -71,16 +78,18 @@ def _interruptible(function, *args):
     return outcome["value"]
 
 
-def emit_json(data):
+def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2))
 
 
 class AweleGroup(click.Group):
     """A click group whose errors are one line on stderr with exit status 2."""
 
-    def main(self, args=None, prog_name="awele", standalone_mode=True, **extra):
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = "awele", complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
         try:
-            result = super().main(args=args, prog_name=prog_name, standalone_mode=False, **extra)
+            result = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                                  **extra)
         except click.exceptions.Abort:
             click.echo("awele: aborted", err=True)
             sys.exit(130)
@@ -97,7 +106,7 @@ class AweleGroup(click.Group):
 
 @click.group(cls=AweleGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="awele")
-def cli():
+def cli() -> None:
     """Exact solver and endgame tables for Awele (Oware, Abapa rules).
 
     Positions are written A-B-C-D-E-F/a-b-c-d-e-f SIDE S:N (South's houses
@@ -110,7 +119,7 @@ def cli():
 @click.argument("position", required=False)
 @click.option("--moves", help='Moves played from POSITION (or the opening), e.g. "1. F b 2. D a".')
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def show(position, moves, as_json):
+def show(position: str | None, moves: str | None, as_json: bool) -> None:
     """Show a position: diagram, notation, legal moves."""
     pos = parse_position(position, moves)
     if as_json:
@@ -130,7 +139,9 @@ def show(position, moves, as_json):
     click.echo(pos.diagram())
     click.echo(f"position: {pos}")
     if pos.is_over():
-        south, north = pos.result()
+        result = pos.result()
+        assert result is not None, "the game is over"
+        south, north = result
         click.echo(f"game over ({pos.terminal_rule()}): South {south}, North {north}")
     else:
         click.echo(f"legal moves: {' '.join(pos.legal_moves())}")
@@ -140,7 +151,7 @@ def show(position, moves, as_json):
 @click.argument("position")
 @click.argument("depth", type=click.IntRange(0, MAX_PERFT_DEPTH))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def perft_command(position, depth, as_json):
+def perft_command(position: str, depth: int, as_json: bool) -> None:
     """Count the leaves DEPTH plies below POSITION ('initial' for the opening)."""
     from .position import Position, perft
 
@@ -203,7 +214,8 @@ def _budget(memory):
               metavar="SECONDS", help="At most one checkpoint per this many seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per layer.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def build(max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval, as_json, quiet):
+def build(max_seeds: int, directory: str | None, threads: int | None, memory: str | None, checkpoint_dir: str | None,
+          checkpoint_interval: float, as_json: bool, quiet: bool) -> None:
     """Build the endgame tables up to N seeds; layers already built are reused.
 
     Each layer takes 1.5 bytes a position while it is built, plus its smaller
@@ -273,7 +285,7 @@ def _layer_bars(show_bars):
     """(bars by layer, progress callback) for tqdm bars of the stages of each layer."""
     from tqdm import tqdm
 
-    bars = {}
+    bars: dict[int, Any] = {}
 
     def progress(seeds, step, fraction):
         if not show_bars:
@@ -381,7 +393,8 @@ def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoi
 @click.option("--bandwidth", type=click.FloatRange(min=0.001), default=1.25, show_default=True, metavar="GB/S",
               help="With --processes: what each process exchanges a second over the network, in GB/s.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def plan(max_seeds, memory, directory, processes, memory_per_process, threads, bandwidth, as_json):
+def plan(max_seeds: int, memory: str | None, directory: str | None, processes: int | None,
+         memory_per_process: str | None, threads: int | None, bandwidth: float, as_json: bool) -> None:
     """Per layer: positions, memory, exit passes, file size and time, under a memory budget.
 
     Times and file sizes come from the largest layer built in the tables
@@ -432,7 +445,8 @@ def _plan_here(result, max_seeds, as_json):
     if as_json:
         emit_json(result)
         return
-    click.echo(f"memory budget {result['budget_bytes'] / 2**30:.1f} GiB: builds layers up to {result['largest_layer']}; "
+    click.echo(f"memory budget {result['budget_bytes'] / 2**30:.1f} GiB: "
+               f"builds layers up to {result['largest_layer']}; "
                f"rates from {result['measured_on']} ({result['rate']:,.0f} positions/s, "
                f"{result['file_bytes_per_position']:.3f} B/position on disk)")
     click.echo(f"{'seeds':>5} {'positions':>16} {'working':>9} {'smaller':>9} {'peak':>9} {'passes':>6} "
@@ -466,7 +480,7 @@ def _duration(seconds):
 @click.option("--quick", is_flag=True,
               help="Check headers and layout only, without reading the values ('header ok' instead of 'ok').")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(directory, full, quick, as_json):
+def info(directory: str | None, full: bool, quick: bool, as_json: bool) -> None:
     """List the tables: sizes, value histograms and check status ('ok': every chunk's CRC read and checked)."""
     from . import tables
 
@@ -500,7 +514,7 @@ def info(directory, full, quick, as_json):
 @click.option("--seeds", type=click.IntRange(0, 48), default=None, help="Layer to check (default: every layer built).")
 @_directory_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def verify(seeds, directory, as_json):
+def verify(seeds: int | None, directory: str | None, as_json: bool) -> None:
     """Re-check every position of a layer against its moves."""
     from . import build as builder
     from . import tables
@@ -546,7 +560,7 @@ def _open_tablebase(directory, position, quiet=False):
     if missing and needed <= EMBEDDED_SEEDS:
         from tqdm import tqdm
 
-        announced = []
+        announced: list[bool] = []
 
         def announce(*_):
             # Once a layer is being solved, not before: a folder that cannot
@@ -704,8 +718,9 @@ def _echo_search(result):
               help="When the value is not exact, also prove a lower and an upper bound (about two more iterations).")
 @_directory_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, threads, cycles, bounds, directory,
-                   as_json):
+def search_command(position: str | None, moves: str | None, depth: int | None, seconds: float | None, nodes: int | None,
+                   max_tables: int | None, hash_mb: int, threads: int | None, cycles: str, bounds: bool,
+                   directory: str | None, as_json: bool) -> None:
     """Alpha-beta search of POSITION above the tables in memory.
 
     Stops at the limits or as soon as the value is exact. Tables of smaller
@@ -732,8 +747,9 @@ def search_command(position, moves, depth, seconds, nodes, max_tables, hash_mb, 
               help="Above the tables, repetition: own = the true rule (as `awele search`); split = the tables' (0).")
 @click.option("--bounds", is_flag=True, help="Above the tables, prove bounds on an inexact value (as `awele search`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def best_command(position, moves, directory, depth, seconds, nodes, max_tables, hash_mb, threads, cycles, bounds,
-                 as_json):
+def best_command(position: str | None, moves: str | None, directory: str | None, depth: int | None,
+                 seconds: float | None, nodes: int | None, max_tables: int | None, hash_mb: int,
+                 threads: int | None, cycles: str, bounds: bool, as_json: bool) -> None:
     """The value of POSITION and of every legal move; the best ones marked.
 
     Above the tables it searches instead, with the same repetition rule and
@@ -743,6 +759,7 @@ def best_command(position, moves, directory, depth, seconds, nodes, max_tables, 
     pos = parse_position(position, moves)
     if pos.is_over():
         scores = pos.result()
+        assert scores is not None, "the game is over"
         if as_json:
             emit_json({"position": str(pos), "over": True, "reason": str(pos.terminal_rule()), "result": list(scores)})
         else:
@@ -815,11 +832,12 @@ cli.add_command(best_command, name="query")
 @click.option("--max-plies", type=click.IntRange(min=1), default=200, show_default=True)
 @_directory_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def line(position, moves, max_plies, directory, as_json):
+def line(position: str | None, moves: str | None, max_plies: int, directory: str | None, as_json: bool) -> None:
     """The perfect-play line from POSITION, move by move, and why it ends."""
     pos = parse_position(position, moves)
     if pos.is_over():
         scores = pos.result()
+        assert scores is not None, "the game is over"
         if as_json:
             emit_json({"position": str(pos), "over": True, "end": str(pos.terminal_rule()), "value": None,
                        "moves": [], "captures": [], "result": list(scores), "predicted_result": list(scores)})
@@ -866,7 +884,8 @@ def line(position, moves, max_plies, directory, as_json):
 @click.option("--max-tables", "max_tables", type=click.IntRange(0, 48), default=None,
               help="Answer positions of up to N seeds from the tables, search above (default: every table).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def analyse_command(record, start, directory, time_per_ply, max_tables, as_json):
+def analyse_command(record: str, start: str | None, directory: str | None, time_per_ply: float,
+                    max_tables: int | None, as_json: bool) -> None:
     """Every ply of the game RECORD (e.g. "1. F b 2. D a") against perfect play.
 
     Per ply: the value before the move and of the move played (from the
@@ -937,7 +956,8 @@ cli.add_command(analyse_command, name="analyze")
 @click.option("--hash", "hash_mb", type=click.IntRange(1, 65536), default=64, show_default=True,
               help="Transposition table size in MiB.")
 @_threads_option
-def play(side, start, moves, directory, seconds, hash_mb, threads):
+def play(side: str, start: str | None, moves: str | None, directory: str | None, seconds: float, hash_mb: int,
+         threads: int | None) -> None:
     """Play against awele in the terminal: perfect play from the tables, search above them.
 
     Type a house letter to move, `values` for every move's value, `undo` to
@@ -1000,7 +1020,7 @@ def play(side, start, moves, directory, seconds, hash_mb, threads):
 @cli.command()
 @click.option("--quick", is_flag=True, help="Shallower perft and searches (about a third of the time).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def bench(quick, as_json):
+def bench(quick: bool, as_json: bool) -> None:
     """Measure move generation, a small build, probes and search on one table.
 
     The build goes to a temporary folder (layers 0..12); probes and the search
@@ -1034,7 +1054,7 @@ def bench(quick, as_json):
 
 def _layer_list(text, option):
     """Seed counts from "8-24" or "25,26" (or a mix: "8-12,14")."""
-    layers = []
+    layers: list[int] = []
     try:
         for part in text.split(","):
             low, _, high = part.strip().partition("-")
@@ -1048,7 +1068,8 @@ def _layer_list(text, option):
 
 @cli.command(name="fit-evaluation")
 @_directory_option
-@click.option("--fit-layers", default=None, help="Layers to fit on, e.g. 8-24 (default: from 8 up to the held-out ones).")
+@click.option("--fit-layers", default=None,
+              help="Layers to fit on, e.g. 8-24 (default: from 8 up to the held-out ones).")
 @click.option("--holdout", default=None,
               help="Layers above the fit to measure on, e.g. 25-26 (default: the top two built).")
 @click.option("--games", type=click.IntRange(min=1), default=20_000, show_default=True,
@@ -1061,7 +1082,8 @@ def _layer_list(text, option):
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the weights file here (e.g. solver/data/evaluation-v1.json); default: report only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fit report as JSON.")
-def fit_evaluation(directory, fit_layers, holdout, games, per_layer, per_seed, seed, out, as_json):
+def fit_evaluation(directory: str | None, fit_layers: str | None, holdout: str | None, games: int, per_layer: int,
+                   per_seed: bool, seed: int, out: str | None, as_json: bool) -> None:
     """Fit the search's evaluation to the exact values of the tables in --dir.
 
     Positions from playouts are valued from the tables of the fitted layers;
@@ -1074,6 +1096,7 @@ def fit_evaluation(directory, fit_layers, holdout, games, per_layer, per_seed, s
     fitted, held = evaluation.default_layers(directory) if fit_layers is None or holdout is None else (None, None)
     fitted = _layer_list(fit_layers, "--fit-layers") if fit_layers is not None else fitted
     held = _layer_list(holdout, "--holdout") if holdout is not None else held
+    assert fitted is not None and held is not None, "default_layers gives the ones not given"
     weights, report = evaluation.fit(directory, fitted, held, games=games, per_layer=per_layer, per_seed=per_seed,
                                      seed=seed, progress=None if as_json else lambda text: click.echo(text, err=True))
     if out:
@@ -1102,7 +1125,7 @@ def fit_evaluation(directory, fit_layers, holdout, games, per_layer, per_seed, s
               help="Port to listen on (0: any free port).")
 @click.option("--max-search-time", type=click.FloatRange(min=0, min_open=True), default=10, show_default=True,
               help="Most seconds a request may give a search.")
-def serve(directory, host, port, max_search_time):
+def serve(directory: str | None, host: str, port: int, max_search_time: float) -> None:
     """Serve the oracle: a page to play and study positions, and a JSON API.
 
     The page shows the board, the position's value and predicted score and
@@ -1139,7 +1162,7 @@ def serve(directory, host, port, max_search_time):
 
 @cli.command(name="uci")
 @_directory_option
-def uci_command(directory):
+def uci_command(directory: str | None) -> None:
     """Speak UCI on standard input and output, as Oware GUIs expect.
 
     The dialect of Aalina and the Aualé GUI (docs/UCI.md): `position startpos
@@ -1155,7 +1178,7 @@ def uci_command(directory):
     speak(directory)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the console script."""
     cli.main(args=argv, prog_name="awele")
 

@@ -43,6 +43,8 @@ import os
 import signal
 import time
 import zlib
+from collections.abc import Callable, Container
+from typing import Any, TypeVar
 
 import numba
 import numpy as np
@@ -51,6 +53,8 @@ from numba import njit
 from . import index, retrograde, tables
 from .errors import BuildError, CorruptTableError
 from .rules import ROW
+
+_Summed = TypeVar("_Summed", int, np.ndarray)
 
 # Environment variables by which mpiexec/srun tell a process it is one of many.
 LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
@@ -91,7 +95,7 @@ class Exchange:
     """What the build needs of MPI, timed and counted: all-to-all, sums,
     broadcast, gathers. Without a communicator it is one process alone."""
 
-    def __init__(self, comm=None):
+    def __init__(self, comm: Any = None) -> None:
         self.comm = comm
         self.rank = comm.Get_rank() if comm is not None else 0
         self.size = comm.Get_size() if comm is not None else 1
@@ -103,14 +107,14 @@ class Exchange:
             self._mpi = MPI
             self._types = {np.dtype(np.int64): MPI.INT64_T, np.dtype(np.int8): MPI.INT8_T}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Exchange(process {self.rank} of {self.size})"
 
     def _timed(self, started, sent=0):
         self.seconds += time.perf_counter() - started
         self.bytes_sent += sent
 
-    def alltoallv(self, data, counts):
+    def alltoallv(self, data: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Send data[...] grouped by destination (counts[p] items to process p);
         return (what arrived, grouped by sender; how many from each)."""
         if self.comm is None:
@@ -130,7 +134,7 @@ class Exchange:
         self._timed(started, (int(counts.sum()) - int(counts[self.rank])) * data.dtype.itemsize)
         return received, arrived
 
-    def sum(self, value):
+    def sum(self, value: _Summed) -> _Summed:
         """The sum of an int (or an int64 array, element-wise) over the processes."""
         if self.comm is None:
             return value
@@ -152,19 +156,19 @@ class Exchange:
         self._timed(started)
         return result
 
-    def maximum(self, value):
+    def maximum(self, value: Any) -> Any:
         """The largest of a number over the processes."""
         return self._object_collective(lambda v: self.comm.allreduce(v, op=self._mpi.MAX), value, value)
 
-    def broadcast(self, value):
+    def broadcast(self, value: Any) -> Any:
         """Process 0's `value`, on every process."""
         return self._object_collective(lambda v: self.comm.bcast(v, root=0), value, value)
 
-    def gather(self, value):
+    def gather(self, value: Any) -> list[Any] | None:
         """Every process's `value` as a list on process 0 (None elsewhere)."""
         return self._object_collective(lambda v: self.comm.gather(v, root=0), value, [value])
 
-    def gather_piece(self, piece, counts):
+    def gather_piece(self, piece: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
         """Process p's `piece` (counts[p] int8 values) concatenated on process 0."""
         if self.comm is None:
             return piece
@@ -177,13 +181,13 @@ class Exchange:
         self._timed(started, 0 if self.rank == 0 else piece.nbytes)
         return whole
 
-    def barrier(self):
+    def barrier(self) -> None:
         if self.comm is not None:
             started = time.perf_counter()
             self.comm.Barrier()
             self._timed(started)
 
-    def processes_per_node(self):
+    def processes_per_node(self) -> int:
         """How many of the processes share this one's machine."""
         if self.comm is None:
             return 1
@@ -193,7 +197,7 @@ class Exchange:
         finally:
             local.Free()
 
-    def abort(self, code):
+    def abort(self, code: int) -> None:
         """Stop every process of the job (after this one reported why)."""
         if self.comm is not None:
             self.comm.Abort(code)
@@ -215,7 +219,7 @@ def slice_bounds(size: int, processes: int) -> np.ndarray:
     return np.array(cuts, dtype=np.int64)
 
 
-def all_bounds(max_seeds, processes):
+def all_bounds(max_seeds: int, processes: int) -> np.ndarray:
     """slice_bounds of every layer 0..MAX_SEEDS (zeros above max_seeds), one row a layer."""
     bounds = np.zeros((index.MAX_SEEDS + 1, processes + 1), dtype=np.int64)
     for seeds in range(max_seeds + 1):
@@ -224,7 +228,7 @@ def all_bounds(max_seeds, processes):
 
 
 @njit(cache=True)
-def key_owners(keys, bounds):
+def key_owners(keys: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """The process owning each exit request's child (layer << RANK_BITS | rank)."""
     owners = np.empty(keys.shape[0], dtype=np.int64)
     processes = bounds.shape[1] - 1
@@ -243,7 +247,7 @@ def key_owners(keys, bounds):
 
 
 @njit(cache=True)
-def group_by_owner(owners, processes):
+def group_by_owner(owners: np.ndarray, processes: int) -> tuple[np.ndarray, np.ndarray]:
     """(order, counts): a stable counting sort of items by owner."""
     counts = np.zeros(processes, dtype=np.int64)
     for owner in owners:
@@ -261,19 +265,19 @@ def group_by_owner(owners, processes):
 class Slices:
     """This process's slices of the smaller layers: values by seed count."""
 
-    def __init__(self, exchange, bounds):
+    def __init__(self, exchange: Exchange, bounds: np.ndarray) -> None:
         self.exchange = exchange
         self.bounds = bounds
-        self.values = {}
+        self.values: dict[int, np.ndarray] = {}
 
-    def span(self, seeds):
+    def span(self, seeds: int) -> tuple[int, int]:
         rank = self.exchange.rank
         return int(self.bounds[seeds, rank]), int(self.bounds[seeds, rank + 1])
 
-    def nbytes(self):
+    def nbytes(self) -> int:
         return sum(v.nbytes for v in self.values.values())
 
-    def load(self, directory, seeds):
+    def load(self, directory: str, seeds: int) -> None:
         """Read this process's slice of layer `seeds` from its file (collective:
         the slices' histograms summed must equal the file's)."""
         lo, hi = self.span(seeds)
@@ -283,12 +287,12 @@ class Slices:
             raise CorruptTableError(f"{tables.table_path(directory, seeds)}: values do not match the stored histogram")
         self.values[seeds] = values
 
-    def keep_only(self, layers):
+    def keep_only(self, layers: Container[int]) -> None:
         for seeds in list(self.values):
             if seeds not in layers:
                 del self.values[seeds]
 
-    def answer(self, keys):
+    def answer(self, keys: np.ndarray) -> np.ndarray:
         """Values of the requested children (keys: layer << RANK_BITS | rank), all held here."""
         answers = np.empty(keys.shape[0], dtype=np.int8)
         layers = keys >> retrograde.RANK_BITS
@@ -309,7 +313,7 @@ class Checkpoints:
     file's CRC-32. A rerun with the same number of processes resumes there;
     anything that does not check out is ignored and the layer starts over."""
 
-    def __init__(self, directory, exchange, interval=0.0):
+    def __init__(self, directory: str | None, exchange: Exchange, interval: float = 0.0) -> None:
         self.directory = directory
         self.exchange = exchange
         self.interval = interval
@@ -319,17 +323,19 @@ class Checkpoints:
         exchange.barrier()
 
     def _manifest(self, seeds):
+        assert self.directory is not None, "asked only of a build with checkpoints"
         return os.path.join(self.directory, f"awele-{seeds:02d}.checkpoint.json")
 
     def _state(self, seeds, stage, rank=None):
+        assert self.directory is not None, "asked only of a build with checkpoints"
         rank = self.exchange.rank if rank is None else rank
         return os.path.join(self.directory,
                             f"awele-{seeds:02d}.stage-{stage:02d}.process-{rank}-of-{self.exchange.size}.state")
 
-    def due(self):
+    def due(self) -> bool:
         return bool(self.directory) and time.monotonic() - self.last >= self.interval
 
-    def save(self, seeds, stage, bounds, values, counts):
+    def save(self, seeds: int, stage: int, bounds: np.ndarray, values: np.ndarray, counts: np.ndarray) -> None:
         """Record the state before stage `stage` of layer `seeds` (collective)."""
         # Created exclusively and renamed into place: a link planted at any of
         # these names (a shared folder) is replaced, never written through.
@@ -348,7 +354,7 @@ class Checkpoints:
         if planned == f"{seeds}:{stage}:{self.exchange.rank}":
             os.kill(os.getpid(), signal.SIGKILL)  # fault injection for the tests
 
-    def resume(self, seeds, bounds, values, counts):
+    def resume(self, seeds: int, bounds: np.ndarray, values: np.ndarray, counts: np.ndarray) -> int | None:
         """The stage to resume layer `seeds` at, its state read into values and
         counts, or None (collective)."""
         if not self.directory:
@@ -379,7 +385,7 @@ class Checkpoints:
             return None
         return stage
 
-    def clear(self, seeds):
+    def clear(self, seeds: int) -> None:
         """Forget layer `seeds`'s checkpoint once its file is written (collective)."""
         if not self.directory:
             return
@@ -397,7 +403,8 @@ class Checkpoints:
 class SliceSolver:
     """This process's part in the build of one layer (collective calls)."""
 
-    def __init__(self, seeds, exchange, slices, rows, outbox=OUTBOX, batch=EXIT_BATCH):
+    def __init__(self, seeds: int, exchange: Exchange, slices: Slices, rows: tuple[np.ndarray, ...],
+                 outbox: int = OUTBOX, batch: int = EXIT_BATCH) -> None:
         self.seeds = seeds
         self.exchange = exchange
         self.slices = slices
@@ -413,7 +420,7 @@ class SliceSolver:
         self.batch = max(retrograde.BLOCK, batch // retrograde.BLOCK * retrograde.BLOCK)
         self.exit_seconds = 0.0
 
-    def exits(self):
+    def exits(self) -> None:
         """Pending codes and child counts of the slice, captures asked of their owners."""
         started = time.perf_counter()
         exchange = self.exchange
@@ -438,7 +445,7 @@ class SliceSolver:
             retrograde.raise_exits(self.values, start - self.lo + asked // ROW, gains[asked], values)
         self.exit_seconds = time.perf_counter() - started
 
-    def solve(self, checkpoints=None, progress=None):
+    def solve(self, checkpoints: Checkpoints | None = None, progress: Callable | None = None) -> dict[str, Any]:
         """Exits (unless a checkpoint has them), then the stages; returns stats."""
         first_stage = checkpoints.resume(self.seeds, self.bounds, self.values, self.counts) if checkpoints else None
         resumed = first_stage
@@ -473,7 +480,7 @@ class SliceSolver:
         stages, seed_seconds = retrograde.run_stages(
             seeds, self.values, self.value_words, self.counts, sweep, progress,
             first_stage=first_stage, everywhere=exchange.sum, after_stage=after_stage)
-        self.counts = None
+        del self.counts  # the child counts are done with: free them
         return {
             "exit_bytes": exit_bytes,
             "stage_bytes": self.exchange.bytes_sent - before - exit_bytes,
@@ -489,14 +496,14 @@ class GatheredLayer:
     """Layer values gathered from the processes a slice at a time, on process
     0, for tables.write_table; the other processes call send_layer."""
 
-    def __init__(self, exchange, values, bounds, seeds):
+    def __init__(self, exchange: Exchange, values: np.ndarray, bounds: np.ndarray, seeds: int) -> None:
         self.exchange = exchange
         self.local = values
         self.bounds = bounds
         self.shape = (index.layer_size(seeds),)
         self.dtype = np.dtype(np.int8)
 
-    def __getitem__(self, window):
+    def __getitem__(self, window: slice) -> np.ndarray | None:
         start, stop, _ = window.indices(self.shape[0])
         return _gather_window(self.exchange, self.local, self.bounds, start, stop)
 
@@ -510,7 +517,7 @@ def _gather_window(exchange, local, bounds, start, stop):
     return exchange.gather_piece(piece, counts)
 
 
-def send_layer(exchange, values, bounds, seeds):
+def send_layer(exchange: Exchange, values: np.ndarray, bounds: np.ndarray, seeds: int) -> None:
     """A non-zero process's side of write_table: its part of every slice written."""
     size = index.layer_size(seeds)
     for start in range(0, size, tables.SLICE):

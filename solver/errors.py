@@ -33,7 +33,7 @@ class TableError(AweleError):
 class MissingTableError(TableError, KeyError):
     """A table (layer) that is needed has not been built."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         return str(self.args[0]) if self.args else "missing table"
 
 

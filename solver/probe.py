@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from types import TracebackType
+from typing import Any, cast
 
 import numpy as np
 from numba import njit
 
 from . import index, tables
 from .errors import GameOverError, InvalidPositionError, MissingTableError, TablebaseClosedError
-from .position import HOUSE_LETTERS, TOTAL_SEEDS, Game, Position, as_position
 from .layers import LayerStore, value_packed
+from .position import HOUSE_LETTERS, TOTAL_SEEDS, Game, Position, as_position
 from .report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play
 
@@ -48,7 +49,7 @@ class Line:
     """A perfect-play line: moves with their captures, the positions, how it
     ended (an EndReason) and the final (South, North) totals."""
 
-    def __init__(self, start: Position, value: int | None):
+    def __init__(self, start: Position, value: int | None) -> None:
         self.start = start
         self.value = value
         self.moves: list[str] = []
@@ -64,10 +65,10 @@ class Line:
             return None
         return Outcome.ended(self.result, self.end_reason)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.moves)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Line({' '.join(self.moves)!r}, end={self.end_reason!r}, result={self.result})"
 
 
@@ -87,25 +88,25 @@ class Tablebase:
     raises TablebaseClosedError.
     """
 
-    def __init__(self, directory: str | os.PathLike | None = None):
+    def __init__(self, directory: str | os.PathLike | None = None) -> None:
         self.directory = directory or tables.default_directory()
-        self._readers = {}
+        self._readers: dict[int, tables.ChunkReader] = {}
         self._store = LayerStore(0)  # the layers read whole, as the builder holds them
         self._lock = threading.RLock()  # loads, the store's growth, the readers
         self._closed = False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Tablebase({self.directory!r}, layers={self.layers()}, in_memory={self.loaded_layers()})"
 
     # Files -----------------------------------------------------------------------
 
-    def __enter__(self):
+    def __enter__(self) -> Tablebase:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         """Close the open files and drop the loaded layers; probes after this
         (or running in other threads) raise TablebaseClosedError."""
         with self._lock:
@@ -131,7 +132,7 @@ class Tablebase:
         return os.path.lexists(tables.table_path(self.directory, seeds))
 
     @property
-    def store(self):
+    def store(self) -> LayerStore:
         """The LayerStore holding the layers read whole (kernels read its arrays())."""
         return self._store
 
@@ -232,7 +233,7 @@ class Tablebase:
 
         A move's value is the seeds it captures minus the child's value.
         """
-        return {m.move: m.value for m in self.moves(position)}
+        return {m.move: cast(int, m.value) for m in self.moves(position)}  # the tables' values are exact
 
     def moves(self, position: Position | str) -> list[MoveValue]:
         """Every legal move as a MoveValue (letter, seeds captured, exact value
@@ -249,7 +250,9 @@ class Tablebase:
             if mine + captured > TOTAL_SEEDS // 2 or mine + captured == theirs == TOTAL_SEEDS // 2:
                 # The move ends the game by 25 seeds or 24-24: each side takes its own side's seeds.
                 child = position.play(house)
-                ended = Outcome.ended(child.result(), child.terminal_rule())
+                result, reason = child.result(), child.terminal_rule()
+                assert result is not None and reason is not None, "the move ends the game"
+                ended = Outcome.ended(result, reason)
             moves.append(MoveValue.of(position, letters[house], captured, value, outcome=ended))
         self._check_open()
         return moves
@@ -276,8 +279,10 @@ class Tablebase:
             if repeats or (m.outcome is not None and m.outcome.reason is not None):
                 game.play(m.move)
                 try:
-                    value = ended_value(game.result(), position)
-                    ended = Outcome.ended(game.result(), game.end_reason)
+                    result = game.result()
+                    assert result is not None and game.end_reason is not None, "the move ended the game"
+                    value = ended_value(result, position)
+                    ended = Outcome.ended(result, game.end_reason)
                 finally:
                     game.undo()
                 m = MoveValue.of(position, m.move, m.captured, value, rule=Rule.TRUE, repeats=repeats, outcome=ended)
@@ -306,7 +311,7 @@ class Tablebase:
         capturing = [m for m in candidates if m.captured > 0]
         if capturing:
             return capturing[0]
-        if candidates[0].value > 0:
+        if cast(int, candidates[0].value) > 0:  # the tables' values are exact
             # A repetition worth the best value wins it now, exactly.
             ending = [m for m in candidates if m.repeats]
             if ending:
@@ -338,7 +343,8 @@ class Tablebase:
         out = np.empty(boards.shape[0], dtype=np.int8)
         while True:
             self._check_open()
-            stuck = _values(boards, *self._store.arrays(), out)
+            flat, starts, loaded = self._store.arrays()
+            stuck = _values(boards, flat, starts, loaded, out)
             if stuck < 0:
                 self._check_open()
                 return out
@@ -355,7 +361,8 @@ class Tablebase:
         for layer in sorted(needed):
             if not self.has_layer(layer):
                 raise MissingTableError(
-                    f"layer {layer} is not built in {self.directory}: build it with `{tables.build_command(layer, self.directory)}`"
+                    f"layer {layer} is not built in {self.directory}: "
+                    f"build it with `{tables.build_command(layer, self.directory)}`"
                 )
             self.load(layer)
 
@@ -371,7 +378,7 @@ class Tablebase:
         keys = sorted({(int(e.seeds) - int(e.captured[h]), int(e.child_ranks[h]))
                        for e in expansions for h in range(ROW) if e.legal & (1 << h)})
         known = {key: self._lookup(*key) for key in keys}
-        edges = {}
+        edges: dict[tuple[int, ...], tuple[int | None, list[tuple[int, int, tuple[int, ...]]]]] = {}
         for board, expansion in zip(boards, expansions):
             moves = self._move_values(expansion, known)
             if not moves:
@@ -412,7 +419,8 @@ class Tablebase:
         value, _ = self._best_edges([root])[root]
         if value is None or value <= 0:
             return None
-        nodes = {}  # board -> (winner to move, best edges)
+        # board -> (winner to move, best edges)
+        nodes: dict[tuple[int, ...], tuple[bool, list[tuple[int, int, tuple[int, ...]]]]] = {}
         level = {root: True}
         radius = -1  # every position within `radius` plies of the root is explored
         ranked_at = 0
@@ -470,14 +478,14 @@ class Tablebase:
             current = game.position
             board = tuple(int(x) for x in current.mover_board())
             moves = self.moves(current)
-            best = max(m.value for m in moves)
+            best = max(cast(int, m.value) for m in moves)  # the tables' values are exact
             candidates = [m for m in moves if m.value == best]
             if best > 0 and (progress is None or board not in progress or progress_side != current.to_move):
                 progress = self._progress(board)
                 progress_side = current.to_move
             seen = {p.key() for p in game.positions}
 
-            def preference(candidate):
+            def preference(candidate, current=current, best=best, progress=progress, seen=seen):
                 child, captured = current.play_capture(candidate.move)
                 child_board = tuple(int(x) for x in child.mover_board())
                 if best > 0 and progress is not None and captured == 0:
@@ -503,7 +511,9 @@ class Tablebase:
         plus (n + d) / 2 for the mover (a half seed only from endless play)."""
         position = as_position(position)
         if position.is_over():
-            return position.result()
+            result = position.result()
+            assert result is not None, "the game is over"
+            return result
         return Outcome.predicted(position, self.value(position)).totals
 
 
@@ -511,7 +521,7 @@ def _attractor(nodes):
     """{board: rank} over explored best-move graph `nodes` ({board: (winner to
     move, [(house, captured, child)])}, see Tablebase._progress); a child not
     in `nodes` is never ranked."""
-    parents = {node: [] for node in nodes}
+    parents: dict[tuple[int, ...], list[tuple[int, ...]]] = {node: [] for node in nodes}
     waiting = {}
     rank = {}
     frontier = []
@@ -549,4 +559,4 @@ def _refuse_finished(position):
                             f"final score South {south}, North {north}")
 
 
-__all__ = ["Line", "MoveValue", "Tablebase", "HOUSE_LETTERS"]
+__all__ = ["HOUSE_LETTERS", "Line", "MoveValue", "Tablebase"]

@@ -27,13 +27,21 @@ import struct
 import threading
 import time
 import zlib
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import h5py
 import numpy as np
 
 from . import __version__, index
-from .errors import (CorruptTableError, MissingTableError, TablebaseClosedError, TableError, TableMismatchError,
-                     TableWriteError)
+from .errors import (
+    CorruptTableError,
+    MissingTableError,
+    TablebaseClosedError,
+    TableError,
+    TableMismatchError,
+    TableWriteError,
+)
 from .layers import byte_histogram
 
 RULES = "awele-abapa"
@@ -56,7 +64,7 @@ SMALL_LAYER = 1 << 24  # histograms of layers up to this size use numpy (no kern
 FILE_NAME = re.compile(r"awele-([0-9]{2})\.h5")  # ASCII digits: int() reads any Unicode digit
 
 
-def default_directory():
+def default_directory() -> str:
     """The tables folder, whatever the current folder is: $AWELE_DATABASES; else
     the checkout's databases/ for a development install (pip install -e);
     else the user's data folder (platformdirs: ~/.local/share/awele on Linux)."""
@@ -64,30 +72,32 @@ def default_directory():
     if chosen:
         return chosen
     checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if os.path.isfile(os.path.join(checkout, "pyproject.toml")) and os.path.isdir(os.path.join(checkout, DEFAULT_DIRECTORY)):
+    if (os.path.isfile(os.path.join(checkout, "pyproject.toml"))
+            and os.path.isdir(os.path.join(checkout, DEFAULT_DIRECTORY))):
         return os.path.join(checkout, DEFAULT_DIRECTORY)
     import platformdirs
 
     return platformdirs.user_data_dir("awele", appauthor=False)
 
 
-def table_path(directory, seeds):
+def table_path(directory: str | os.PathLike, seeds: int) -> str:
     """Path of the file of layer `seeds` in `directory`."""
     return os.path.join(directory, f"awele-{seeds:02d}.h5")
 
 
-def build_command(seeds, directory=None):
+def build_command(seeds: int, directory: str | os.PathLike | None = None) -> str:
     """The command line that builds every layer up to `seeds`."""
     where = "" if directory in (None, default_directory()) else f" --dir {directory}"
     return f"awele build --max-seeds {seeds}{where}"
 
 
-def chunk_crc(chunk, values):
+def chunk_crc(chunk: int, values: np.ndarray) -> int:
     """CRC-32 of chunk number `chunk` (8 bytes, little-endian) followed by its values."""
-    return zlib.crc32(values, zlib.crc32(struct.pack("<Q", chunk)))
+    # numpy's stubs give ndarray the buffer protocol only from Python 3.12 on.
+    return zlib.crc32(values, zlib.crc32(struct.pack("<Q", chunk)))  # type: ignore[arg-type]
 
 
-def expected_attributes(seeds):
+def expected_attributes(seeds: int) -> dict[str, str | int]:
     """The attributes a valid file of layer `seeds` must carry."""
     return {
         "format": FORMAT,
@@ -101,7 +111,7 @@ def expected_attributes(seeds):
     }
 
 
-def histogram(values, seeds):
+def histogram(values: np.ndarray, seeds: int) -> np.ndarray:
     """Counts of each value d = -seeds..seeds (index d + seeds)."""
     if values.shape[0] <= SMALL_LAYER:
         counts = np.bincount(values.view(np.uint8), minlength=256)
@@ -173,7 +183,8 @@ class _TemporaryFile:
         pass
 
 
-def write_table(directory, seeds, values, build_seconds=0.0, extra=None, counts=None):
+def write_table(directory: str, seeds: int, values: Any, build_seconds: float = 0.0,
+                extra: dict[str, Any] | None = None, counts: np.ndarray | None = None) -> str:
     """Write layer `seeds` atomically: an exclusively created temporary file,
     written a slice at a time straight from `values`, then a rename.
 
@@ -214,7 +225,7 @@ def write_table(directory, seeds, values, build_seconds=0.0, extra=None, counts=
     return path
 
 
-def write_file_exclusively(path, parts):
+def write_file_exclusively(path: str, parts: Iterable[bytes | np.ndarray]) -> int:
     """Write the byte buffers `parts` to `path` atomically and never through a
     link: a temporary name created exclusively (O_EXCL | O_NOFOLLOW; a stale
     one of this process removed first, a link there is removed, not
@@ -227,7 +238,7 @@ def write_file_exclusively(path, parts):
     crc = 0
     try:
         for part in parts:
-            view = memoryview(part).cast("B")
+            view = memoryview(part).cast("B")  # type: ignore[arg-type]  # an ndarray is a buffer (stubs: 3.12 on)
             done = 0
             while done < len(view):
                 done += os.write(descriptor, view[done:])
@@ -242,7 +253,7 @@ def write_file_exclusively(path, parts):
     return crc
 
 
-def read_file_nofollow(path, limit):
+def read_file_nofollow(path: str, limit: int) -> bytes:
     """Up to `limit` bytes of `path`, refusing (OSError) a link planted at the name."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
@@ -283,7 +294,7 @@ def _write_layer(target, seeds, size, values, build_seconds, extra, counts):
                 crcs[(start + offset) // CHUNK] = chunk_crc((start + offset) // CHUNK, piece[offset : offset + CHUNK])
         handle.create_dataset(CRC_DATASET, data=crcs)
         attributes = handle.attrs
-        fields = dict(expected_attributes(seeds))
+        fields: dict[str, Any] = dict(expected_attributes(seeds))
         fields.update(
             {
                 CRC_ATTRIBUTE: np.uint32(zlib.crc32(crcs.tobytes())),
@@ -308,7 +319,7 @@ _HDF5_FAILURES = (OSError, KeyError, RuntimeError, ValueError, TypeError, IndexE
 
 
 @contextlib.contextmanager
-def damage_guard(path):
+def damage_guard(path: str) -> Iterator[None]:
     """Turn whatever a damaged file makes HDF5 raise into CorruptTableError naming `path`."""
     try:
         yield
@@ -318,7 +329,7 @@ def damage_guard(path):
         raise CorruptTableError(f"{path} is damaged: {error}") from None
 
 
-def open_table(directory, seeds, cache_bytes=None):
+def open_table(directory: str | os.PathLike, seeds: int, cache_bytes: int | None = None) -> h5py.File:
     """Open the file of layer `seeds` for reading after checking its attributes.
 
     Raises MissingTableError, CorruptTableError or TableMismatchError, each
@@ -420,7 +431,7 @@ def _check_layout(handle, path, seeds):
         raise CorruptTableError(f"{path}: the values are chunked as {handle[DATASET].chunks}, not as awele writes them")
 
 
-def chunk_checksums(handle, path):
+def chunk_checksums(handle: h5py.File, path: str) -> np.ndarray:
     """The verified per-chunk CRC-32 array of an open table."""
     chunks = (handle[DATASET].shape[0] + CHUNK - 1) // CHUNK
     crcs = np.asarray(handle[CRC_DATASET][...])
@@ -438,7 +449,7 @@ def _check_chunks(path, crcs, first_chunk, values):
             raise CorruptTableError(f"{path} is damaged: chunk {chunk} fails its CRC-32")
 
 
-def load_values(directory, seeds, out=None):
+def load_values(directory: str | os.PathLike, seeds: int, out: np.ndarray | None = None) -> np.ndarray:
     """Layer `seeds` read whole into an int8 array (into `out` if given).
 
     Every chunk's checksum is verified on the way, and the values must match
@@ -461,7 +472,7 @@ def load_values(directory, seeds, out=None):
     return values
 
 
-def check_values(directory, seeds):
+def check_values(directory: str | os.PathLike, seeds: int) -> None:
     """Check the file of layer `seeds` as load_values does (layout, every
     chunk's CRC-32, the stored histogram) a slice at a time, keeping nothing:
     a layer counts as built only once this passes. Raises MissingTableError,
@@ -483,7 +494,7 @@ def check_values(directory, seeds):
         raise CorruptTableError(f"{path}: values do not match the stored histogram")
 
 
-def load_slice(directory, seeds, start, stop):
+def load_slice(directory: str | os.PathLike, seeds: int, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
     """Ranks start..stop-1 of layer `seeds` (int8), every chunk they touch
     checked against its CRC-32, and the file's stored histogram (a caller
     holding every slice checks the sum of theirs against it)."""
@@ -511,7 +522,7 @@ class ChunkReader:
     Safe to share between threads: a lock covers the cache and the HDF5
     handle; a probe after close() raises TablebaseClosedError."""
 
-    def __init__(self, directory, seeds, cache_chunks=64):
+    def __init__(self, directory: str | os.PathLike, seeds: int, cache_chunks: int = 64) -> None:
         self.path = table_path(directory, seeds)
         self.seeds = seeds
         # HDF5's own chunk cache would only duplicate ours.
@@ -524,12 +535,12 @@ class ChunkReader:
         except BaseException:
             self.handle.close()
             raise
-        self.cache = {}
+        self.cache: dict[int, np.ndarray] = {}
         self.cache_chunks = cache_chunks
         self.lock = threading.Lock()
         self.closed = False
 
-    def chunk(self, number):
+    def chunk(self, number: int) -> np.ndarray:
         with self.lock:
             return self._chunk(number)
 
@@ -549,24 +560,24 @@ class ChunkReader:
             self.cache[number] = values
         return values
 
-    def value(self, rank):
+    def value(self, rank: int) -> int:
         return int(self.chunk(rank // CHUNK)[rank % CHUNK])
 
-    def close(self):
+    def close(self) -> None:
         with self.lock:
             self.closed = True
             self.cache.clear()
             self.handle.close()
 
 
-def table_info(directory, seeds, full=False):
+def table_info(directory: str | os.PathLike, seeds: int, full: bool = False) -> dict[str, Any]:
     """A dict describing the file of layer `seeds`: status 'ok', 'missing',
     'corrupt' or 'mismatch', and for a valid file its attributes and size.
     'ok' needs full=True, which reads every value back (check_values: every
     chunk's CRC and the histogram); with full=False a file whose header,
     layout and checksum table check out is 'header ok'."""
     path = table_path(directory, seeds)
-    info = {"seeds": seeds, "file": path, "positions": index.layer_size(seeds)}
+    info: dict[str, Any] = {"seeds": seeds, "file": path, "positions": index.layer_size(seeds)}
     try:
         with open_table(directory, seeds) as handle, damage_guard(path):
             attributes = handle.attrs
@@ -591,7 +602,7 @@ def table_info(directory, seeds, full=False):
     return info
 
 
-def built_layers(directory):
+def built_layers(directory: str | os.PathLike) -> list[int]:
     """Seed counts that have a file (valid or not) named awele-NN.h5 in `directory`, sorted.
     Other names (awele-012.h5, awele-99.h5) are not layers and are ignored."""
     found = []
@@ -606,7 +617,7 @@ def built_layers(directory):
     return sorted(found)
 
 
-def remove_stale_temporaries(directory):
+def remove_stale_temporaries(directory: str) -> None:
     """Delete temporary files left by a build that was killed (call it holding the folder's build lock)."""
     pattern = re.compile(r"awele-\d{2}\.h5" + re.escape(TEMPORARY_SUFFIX) + r"-\d+")
     for name in os.listdir(directory):

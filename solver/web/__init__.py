@@ -7,8 +7,10 @@ say, without HTTP; solver.web.worker runs the slow ones in a process of
 their own.
 """
 
+from typing import Any
 
-def __getattr__(name):
+
+def __getattr__(name: str) -> Any:
     # FastAPI is imported only when the app is wanted: the worker process
     # imports this package too, and needs none of it.
     if name == "create_app":

@@ -473,7 +473,7 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
 
         from ..analysis import MIN_TIME_PER_PLY
 
-        plies, game = await fast(check)
+        plies, _ = await fast(check)  # check() parses the game: a bad one raises
         if plies == 0:
             raise InvalidArgumentError("the record holds no moves: write them as '1. F b 2. D a'")
         per_ply = max(MIN_TIME_PER_PLY, min(request.time_per_ply, max_search_time, max_analysis_time / plies))
