@@ -606,7 +606,7 @@ def _search_options(default_time):
             [
                 click.option("--depth", type=click.IntRange(1, MAX_PLY), default=None,
                              help="Search this many plies (iterative deepening up to it)."),
-                click.option("--time", "seconds", type=click.FloatRange(min=0), default=None,
+                click.option("--time", "seconds", type=Seconds(), default=None,
                              help=f"Seconds to search (default {default_time:g} unless --depth or --nodes; "
                                   "0: until the value is exact)."),
                 click.option("--nodes", type=click.IntRange(min=1), default=None, help="Stop after this many nodes."),
@@ -626,6 +626,26 @@ def _search_options(default_time):
 
 _threads_option = click.option("--threads", type=click.IntRange(min=1), default=None,
                                help="Search threads (default: every core; --nodes searches on one).")
+
+
+class Seconds(click.ParamType):
+    """A number of seconds >= 0, finite; a nonzero number so small that it
+    reads as 0.0 (1e-400) is refused rather than taken for 0 (no limit)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            seconds = float(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or seconds < 0:
+            self.fail(f"{value!r} is not a finite number of seconds >= 0", param, ctx)
+        if seconds == 0 and any(digit in "123456789" for digit in str(value).lower().split("e")[0]):
+            self.fail(f"{value} seconds is too small to tell from 0 (0 means no time limit)", param, ctx)
+        return seconds
 
 
 def _limits(depth, seconds, nodes, default_time):
