@@ -143,7 +143,7 @@ def packed_in_index(opponent: np.uint64) -> bool:
 
 
 @njit(cache=True, inline="always")
-def row_rank(word: np.uint64, seeds: int | np.integer, seen: int) -> int:
+def row_rank(word: np.uint64, seeds: int | np.integer, seen: int | np.integer) -> int:
     """Lexicographic rank of a row word among rows of `seeds` seeds (seen=1: all
     rows; seen=0: rows with an empty house)."""
     rank = np.int64(0)
@@ -158,7 +158,7 @@ def row_rank(word: np.uint64, seeds: int | np.integer, seen: int) -> int:
 
 
 @njit(cache=True)
-def row_unrank(seeds: int, rank: int, seen: int) -> np.uint64:
+def row_unrank(seeds: int | np.integer, rank: int | np.integer, seen: int | np.integer) -> np.uint64:
     """The row word of `rank` among rows of `seeds` seeds (see row_rank)."""
     word = np.uint64(0)
     left = seeds
@@ -175,7 +175,7 @@ def row_unrank(seeds: int, rank: int, seen: int) -> np.uint64:
 
 
 @njit(cache=True, inline="always")
-def rank_packed(mover: np.uint64, opponent: np.uint64, seeds: int) -> int:
+def rank_packed(mover: np.uint64, opponent: np.uint64, seeds: int | np.integer) -> int:
     """Rank of a packed position (see solver.rules) with `seeds` seeds."""
     mover_seeds = row_seeds(mover)
     return (
@@ -186,7 +186,7 @@ def rank_packed(mover: np.uint64, opponent: np.uint64, seeds: int) -> int:
 
 
 @njit(cache=True)
-def rank_board(board: np.ndarray, seeds: int) -> int:
+def rank_board(board: np.ndarray, seeds: int | np.integer) -> int:
     """Rank of a board (12 counts, mover view, summing to `seeds`, in_index)."""
     mover, opponent = pack(board)
     return rank_packed(mover, opponent, seeds)
@@ -204,7 +204,7 @@ def _split_rank(seeds, rank):
 
 
 @njit(cache=True)
-def unrank_packed(seeds: int, rank: int) -> tuple[np.uint64, np.uint64]:
+def unrank_packed(seeds: int | np.integer, rank: int | np.integer) -> tuple[np.uint64, np.uint64]:
     """(mover, opponent) words of `rank` in layer `seeds` (no tables needed)."""
     mover_seeds, mover_rank, opponent_rank = _split_rank(seeds, rank)
     return (
@@ -244,8 +244,8 @@ class RowTables:
 
 @njit(cache=True, inline="always")
 def unrank_fast(
-    seeds: int,
-    rank: int,
+    seeds: int | np.integer,
+    rank: int | np.integer,
     any_words: np.ndarray,
     any_starts: np.ndarray,
     opponent_words: np.ndarray,
@@ -278,7 +278,7 @@ def _next_composition(word):
 
 
 @njit(cache=True)
-def next_row(word: np.uint64, seen: int) -> tuple[bool, np.uint64]:
+def next_row(word: np.uint64, seen: int | np.integer) -> tuple[bool, np.uint64]:
     """The next row in rank order (see row_rank); (False, word) after the last."""
     while True:
         ok, word = _next_composition(word)
@@ -289,7 +289,7 @@ def next_row(word: np.uint64, seen: int) -> tuple[bool, np.uint64]:
 
 
 @njit(cache=True)
-def next_packed(mover: np.uint64, opponent: np.uint64, seeds: int) -> tuple[bool, np.uint64, np.uint64]:
+def next_packed(mover: np.uint64, opponent: np.uint64, seeds: int | np.integer) -> tuple[bool, np.uint64, np.uint64]:
     """The next position of layer `seeds` in rank order: (True, mover, opponent),
     or (False, mover, opponent) unchanged after the last one."""
     ok, next_opponent = next_row(opponent, OPPONENT_ROW)
@@ -319,21 +319,21 @@ def next_board(board: np.ndarray) -> bool:
 
 
 @njit(cache=True)
-def unrank_into(seeds: int, rank: int, board: np.ndarray) -> None:
+def unrank_into(seeds: int | np.integer, rank: int | np.integer, board: np.ndarray) -> None:
     """Write the board of `rank` in layer `seeds` into board (length 12)."""
     mover, opponent = unrank_packed(seeds, rank)
     unpack_into(mover, opponent, board)
 
 
 @njit(cache=True)
-def unrank_board(seeds: int, rank: int) -> np.ndarray:
+def unrank_board(seeds: int | np.integer, rank: int | np.integer) -> np.ndarray:
     """The board (uint8[12], mover view) of `rank` in layer `seeds`."""
     mover, opponent = unrank_packed(seeds, rank)
     return unpack(mover, opponent)
 
 
 @njit(cache=True)
-def rank_boards(boards: np.ndarray, seeds: int) -> np.ndarray:
+def rank_boards(boards: np.ndarray, seeds: int | np.integer) -> np.ndarray:
     """Ranks of an (N, 12) array of boards, all in layer `seeds`."""
     ranks = np.empty(boards.shape[0], dtype=np.int64)
     for i in range(boards.shape[0]):
@@ -342,7 +342,7 @@ def rank_boards(boards: np.ndarray, seeds: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def unrank_boards(seeds: int, ranks: np.ndarray) -> np.ndarray:
+def unrank_boards(seeds: int | np.integer, ranks: np.ndarray) -> np.ndarray:
     """Boards (N, 12 uint8) of an array of ranks in layer `seeds`."""
     boards = np.zeros((ranks.shape[0], HOUSES), dtype=np.uint8)
     for i in range(ranks.shape[0]):
@@ -351,7 +351,7 @@ def unrank_boards(seeds: int, ranks: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def layer_boards(seeds: int, start: int, count: int) -> np.ndarray:
+def layer_boards(seeds: int | np.integer, start: int | np.integer, count: int | np.integer) -> np.ndarray:
     """`count` consecutive boards of layer `seeds` from rank `start`, walked in order."""
     boards = np.zeros((count, HOUSES), dtype=np.uint8)
     if count == 0:
