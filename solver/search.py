@@ -54,21 +54,22 @@ import atexit
 import math
 import os
 import threading
-import weakref
 import time as _time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 from numba import njit
 
 from . import index
 from .component import SolvedComponents
+from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
 from .evaluation import evaluate, load_weights
 from .intrinsics import prefetch_row
-from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
 from .layers import available_memory, known_value
 from .limits import MAX_PLY
-from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
+from .position import HOUSE_LETTERS, Game, Position, as_position
 from .probe import Tablebase
 from .report import EndReason, MoveValue, Outcome, Rule, ended_value
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
@@ -121,7 +122,7 @@ def _check(hashed):
 
 
 @njit(cache=True, inline="always")
-def tt_probe(tt, mask, mover, opponent):
+def tt_probe(tt: np.ndarray, mask: int, mover: np.uint64, opponent: np.uint64) -> np.uint64:
     """The data word of the position's entry (check bits cleared), 0 if none."""
     hashed = index.position_hash(mover, opponent)
     slot = _slot(hashed, mask)
@@ -134,7 +135,17 @@ def tt_probe(tt, mask, mover, opponent):
 
 
 @njit(cache=True, inline="always")
-def tt_store(tt, mask, mover, opponent, value, bound, depth, move, on_split=False):
+def tt_store(
+    tt: np.ndarray,
+    mask: int,
+    mover: np.uint64,
+    opponent: np.uint64,
+    value: int,
+    bound: int,
+    depth: int,
+    move: int,
+    on_split: bool = False,
+) -> None:
     hashed = index.position_hash(mover, opponent)
     data = np.uint64((value + 128) | (bound << 8) | (depth << 10) | (move << 18) | (np.int64(on_split) << 21))
     data |= _check(hashed)
@@ -161,7 +172,7 @@ def tt_store(tt, mask, mover, opponent, value, bound, depth, move, on_split=Fals
 
 
 @njit(cache=True, inline="always")
-def tt_unpack(data):
+def tt_unpack(data: np.uint64) -> tuple[np.int64, np.int64, np.int64, np.int64]:
     """(value, bound, depth, move) of a data word."""
     value = np.int64(data & np.uint64(0xFF)) - 128
     bound = np.int64((data >> np.uint64(8)) & np.uint64(3))
@@ -171,7 +182,7 @@ def tt_unpack(data):
 
 
 @njit(cache=True, inline="always")
-def tt_on_split(data):
+def tt_on_split(data: np.uint64) -> bool:
     """Whether the entry's score rests on a value of the tables' convention."""
     return (data >> np.uint64(21)) & np.uint64(1) != 0
 
@@ -430,7 +441,7 @@ class SearchResult:
     the main thread.
     """
 
-    def __init__(self, position, cycles):
+    def __init__(self, position: Position, cycles: str) -> None:
         self.position = position
         self.cycles = cycles
         self.rule = "split" if cycles == "split" else "true"
@@ -450,21 +461,21 @@ class SearchResult:
         self.upper = None
 
     @property
-    def line(self):
+    def line(self) -> list[str]:
         """The principal line as move letters (an exact one continued by known values)."""
         if self._extend is not None:
             self._line, self._extend = self._extend(self._line), None
         return self._line
 
     @line.setter
-    def line(self, moves):
+    def line(self, moves: Iterable[str]) -> None:
         self._line, self._extend = list(moves), None
 
     @property
-    def nps(self):
+    def nps(self) -> float:
         return self.nodes / self.seconds if self.seconds > 0 else 0.0
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {
             "position": str(self.position),
             "move": self.move,
@@ -488,7 +499,7 @@ class SearchResult:
             ],
         }
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         kind = "exact" if self.exact else f"depth {self.depth}"
         return (f"SearchResult(move={self.move!r}, value={self.value}, {kind}, rule={self.rule!r}, "
                 f"nodes={self.nodes})")
@@ -540,9 +551,17 @@ class Searcher:
     `weights_file`) or "zero" (an even split of the seeds left).
     """
 
-    def __init__(self, tablebase=None, hash_mb=DEFAULT_HASH_MB, max_table_seeds=None,
-                 table_bytes=None, component_limit=DEFAULT_COMPONENT_LIMIT,
-                 evaluation="learned", weights_file=None, threads=None):
+    def __init__(
+        self,
+        tablebase: Tablebase | str | os.PathLike[str] | None = None,
+        hash_mb: float = DEFAULT_HASH_MB,
+        max_table_seeds: int | None = None,
+        table_bytes: int | None = None,
+        component_limit: int = DEFAULT_COMPONENT_LIMIT,
+        evaluation: str = "learned",
+        weights_file: str | os.PathLike[str] | None = None,
+        threads: int | None = None,
+    ) -> None:
         if evaluation not in EVALUATIONS:
             raise SearchError(f"evaluation must be one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
         self.evaluation = evaluation
@@ -573,7 +592,7 @@ class Searcher:
         self._load_tables(max_table_seeds, table_bytes)
         self._warm_up()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Searcher({self.tablebase.directory!r}, hash_entries={self.tt.shape[0]}, threads={self.threads}, "
                 f"tables_in_memory={self.table_layers})")
 
@@ -642,14 +661,14 @@ class Searcher:
         return True
 
     @property
-    def table_layers(self):
+    def table_layers(self) -> list[int]:
         """Seed counts whose tables are in memory for the search."""
         return self.tablebase.loaded_layers()
 
     def _arrays(self):
         return (*self.tablebase.store.arrays(), *self.components.arrays())
 
-    def known(self, position):
+    def known(self, position: Position | str) -> int | None:
         """d of a position from the tables in memory or a solved component, else None."""
         position = as_position(position)
         mover, opponent = position.packed()
@@ -658,7 +677,7 @@ class Searcher:
         value = known_value(mover, opponent, position.seeds, *self._arrays())
         return None if value == NOT_TERMINAL else int(value)
 
-    def solve_component(self, position, limit=None):
+    def solve_component(self, position: Position | str, limit: int | None = None) -> tuple[str, int | None, int]:
         """Solve the positions reachable from `position` without a capture (split
         convention). Returns (status, value, positions); status "solved",
         "too large" or "missing table"."""
@@ -1123,8 +1142,17 @@ def _letters(position, houses):
     return letters
 
 
-def search(position, depth=None, time=None, nodes=None, cycles="own", tablebase=None, history=None, bounds=False,
-           **options):
+def search(
+    position: Position | Game | str,
+    depth: int | None = None,
+    time: float | None = None,
+    nodes: int | None = None,
+    cycles: str = "own",
+    tablebase: Tablebase | str | os.PathLike[str] | None = None,
+    history: list | None = None,
+    bounds: bool = False,
+    **options: Any,
+) -> SearchResult:
     """Search `position` once with a fresh Searcher (see Searcher.search);
     `options` go to the Searcher (hash_mb, max_table_seeds, threads, ...)."""
     return Searcher(tablebase, **options).search(position, depth=depth, time=time, nodes=nodes, cycles=cycles,
