@@ -67,7 +67,7 @@ def bench_search(
     nodes/s and the time to each depth."""
     searcher = Searcher(directory, max_table_seeds=table_seeds, hash_mb=hash_mb, threads=threads, evaluation=evaluation)
     searcher.search(Position.initial(), depth=2)  # compile or load numba's cache
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, game, depth in suite_positions():
         searcher.tt[:] = 0
         searcher.history[:] = 0
