@@ -9,6 +9,7 @@ import platform
 import statistics
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ SEARCH_SUITE = [
 SUITE_TABLE_SEEDS = 12
 
 
-def suite_positions():
+def suite_positions() -> list[tuple[str, Game, int]]:
     """(name, Game, depth) of the search suite."""
     found = []
     for name, start, moves, depth in SEARCH_SUITE:
@@ -48,18 +49,25 @@ def suite_positions():
     return found
 
 
-def machine():
+def machine() -> dict[str, Any]:
     return {"machine": platform.machine(), "python": platform.python_version(), "cpus": os.cpu_count()}
 
 
-def bench_search(directory, table_seeds=SUITE_TABLE_SEEDS, depth_scale=0, cycles="own", hash_mb=64, threads=1,
-                 evaluation="learned"):
+def bench_search(
+    directory: str,
+    table_seeds: int = SUITE_TABLE_SEEDS,
+    depth_scale: int = 0,
+    cycles: str = "own",
+    hash_mb: int = 64,
+    threads: int = 1,
+    evaluation: str = "learned",
+) -> dict[str, Any]:
     """Search every suite position to its depth (+ depth_scale) with a fresh
     transposition table on `threads` threads; nodes (every thread's),
     nodes/s and the time to each depth."""
     searcher = Searcher(directory, max_table_seeds=table_seeds, hash_mb=hash_mb, threads=threads, evaluation=evaluation)
     searcher.search(Position.initial(), depth=2)  # compile or load numba's cache
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, game, depth in suite_positions():
         searcher.tt[:] = 0
         searcher.history[:] = 0
@@ -101,7 +109,7 @@ def bench_search(directory, table_seeds=SUITE_TABLE_SEEDS, depth_scale=0, cycles
     }
 
 
-def bench_movegen(depth=10, repeat=3):
+def bench_movegen(depth: int = 10, repeat: int = 3) -> dict[str, Any]:
     opening = Position.initial()
     perft(opening, 2)
     times = []
@@ -114,7 +122,7 @@ def bench_movegen(depth=10, repeat=3):
             "leaves_per_second": leaves / seconds}
 
 
-def bench_build(directory, max_seeds=12, threads=None):
+def bench_build(directory: str, max_seeds: int = 12, threads: int | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     builder.build(max_seeds, directory, threads=threads)
     seconds = time.perf_counter() - started
@@ -123,7 +131,9 @@ def bench_build(directory, max_seeds=12, threads=None):
             "positions_per_second": positions / seconds}
 
 
-def bench_probe(directory, seeds=12, boards=1_000_000, singles=2_000, repeat=3):
+def bench_probe(
+    directory: str, seeds: int = 12, boards: int = 1_000_000, singles: int = 2_000, repeat: int = 3
+) -> dict[str, Any]:
     rng = np.random.default_rng(1)
     cuts = np.sort(rng.integers(0, seeds + 1, size=(boards, 11)), axis=1)
     edges = np.concatenate([np.zeros((boards, 1), int), cuts, np.full((boards, 1), seeds)], axis=1)
@@ -146,7 +156,7 @@ def bench_probe(directory, seeds=12, boards=1_000_000, singles=2_000, repeat=3):
             "single_probes_per_second": single}
 
 
-def bench_all(quick=False):
+def bench_all(quick: bool = False) -> dict[str, Any]:
     """Every measure of `awele bench`: movegen, a small build (into a temporary
     folder, so it is always a whole build), probes and search on its tables."""
     with tempfile.TemporaryDirectory(prefix="awele-bench-") as directory:

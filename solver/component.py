@@ -82,7 +82,7 @@ def _explore_component(mover0, opponent0, seeds, flat, starts, loaded, partial, 
             head += 1
             continue
         fixed[head] = False
-        best = no_exit
+        best: int | np.int64 = no_exit
         for house in range(ROW):
             if not moves & (1 << house):
                 continue
@@ -173,15 +173,15 @@ class SolvedComponents:
     that has any (zero pages: free until written), read by kernels through
     `arrays()` = (partial, partial_starts)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.layers: list[int] = []
         self.partial = np.zeros(1, dtype=np.int8)
         self.starts = np.zeros(index.MAX_SEEDS + 2, dtype=np.int64)
 
-    def arrays(self):
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return self.partial, self.starts
 
-    def _ensure(self, seeds):
+    def _ensure(self, seeds: int) -> None:
         """Room for the values of layer `seeds`."""
         if seeds in self.layers:
             return
@@ -194,7 +194,16 @@ class SolvedComponents:
             partial[starts[n] : starts[n + 1]] = self.partial[self.starts[n] : self.starts[n + 1]]
         self.partial, self.starts, self.layers = partial, starts, layers
 
-    def solve(self, mover, opponent, seeds, flat, starts, loaded, limit):
+    def solve(
+        self,
+        mover: np.uint64,
+        opponent: np.uint64,
+        seeds: int,
+        flat: np.ndarray,
+        starts: np.ndarray,
+        loaded: np.ndarray,
+        limit: int,
+    ) -> tuple[str, int | None, int]:
         """Solve the component of a packed position with the tables (flat,
         starts, loaded) and keep its values. Returns (status, value,
         positions); status as STATUS: "solved", "too large" (more than

@@ -120,7 +120,7 @@ def _features(mover, opponent):
 
 
 @njit(cache=True)
-def features(mover, opponent):
+def features(mover: np.uint64, opponent: np.uint64) -> np.ndarray:
     """The FEATURES of a packed position as a float64 array."""
     values = _features(mover, opponent)
     out = np.empty(FEATURE_COUNT, np.float64)
@@ -130,7 +130,7 @@ def features(mover, opponent):
 
 
 @njit(cache=True, inline="always")
-def evaluate(mover, opponent, weights):
+def evaluate(mover: np.uint64, opponent: np.uint64, weights: np.ndarray) -> np.int64:
     """Estimated d of a packed position that is not over: the weighted
     features (weights: the 2 * FEATURE_COUNT floats of load_weights), rounded
     and clipped to [-n, n]."""

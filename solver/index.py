@@ -24,14 +24,16 @@ in rank order without ranking, so a sweep over a range of ranks unranks only
 its first position.
 """
 
+from collections.abc import Iterator
 from math import comb
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numpy.typing import ArrayLike
 
 from .errors import InvalidPositionError
-from .rules import (  # noqa: F401
+from .rules import (
     HOUSES,
     LANE_BITS,
     LANE_MASK,
@@ -82,7 +84,7 @@ def _build_tables():
 ROW_PREFIX, ANY_ROWS, OPPONENT_ROWS, LAYER_OFFSET = _build_tables()
 
 
-def layer_size(seeds):
+def layer_size(seeds: int) -> int:
     """Positions in layer `seeds`: C(n+11, 11) - C(n+5, 11).
 
     >>> layer_size(16), layer_size(20)
@@ -92,7 +94,7 @@ def layer_size(seeds):
     return comb(seeds + 11, 11) - comb(seeds + 5, 11)
 
 
-def total_positions():
+def total_positions() -> int:
     """Positions reachable in the 48-seed game counted as Romein and Bal did:
     layers 0..46 and 48 (47 seeds cannot occur: a capture takes at least 2)
     plus the opening, which lies outside its layer.
@@ -103,7 +105,7 @@ def total_positions():
     return sum(layer_size(n) for n in range(MAX_SEEDS + 1) if n != MAX_SEEDS - 1) + 1
 
 
-def _check_seeds(seeds):
+def _check_seeds(seeds: object) -> int:
     if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or not 0 <= seeds <= MAX_SEEDS:
         raise InvalidPositionError(f"a layer has 0..{MAX_SEEDS} seeds, got {seeds!r}")
     return int(seeds)
@@ -114,7 +116,7 @@ _HASH_B = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
 @njit(cache=True, inline="always")
-def position_hash(mover, opponent):
+def position_hash(mover: np.uint64, opponent: np.uint64) -> np.uint64:
     """A 64-bit hash of a packed position (both rows), for hash tables keyed
     by position: the search's transposition table and a component's nodes.
     Its low bits pick a slot; callers needing a check word multiply it again."""
@@ -123,25 +125,25 @@ def position_hash(mover, opponent):
 
 
 @njit(cache=True, inline="always")
-def in_index(board):
+def in_index(board: np.ndarray) -> bool:
     """False when all six opponent houses hold seeds (outside every layer)."""
-    for house in range(ROW, HOUSES):
+    for house in range(ROW, HOUSES):  # noqa: SIM110 (a numba kernel: no generator in any())
         if board[house] == 0:
             return True
     return False
 
 
 @njit(cache=True, inline="always")
-def packed_in_index(opponent):
+def packed_in_index(opponent: np.uint64) -> bool:
     """False when all six lanes of the opponent's row word hold seeds."""
-    for lane in range(ROW):
+    for lane in range(ROW):  # noqa: SIM110 (a numba kernel: no generator in any())
         if (opponent >> np.uint64(LANE_BITS * lane)) & LANE_MASK == 0:
             return True
     return False
 
 
 @njit(cache=True, inline="always")
-def row_rank(word, seeds, seen):
+def row_rank(word: np.uint64, seeds: int | np.integer, seen: int | np.integer) -> int:
     """Lexicographic rank of a row word among rows of `seeds` seeds (seen=1: all
     rows; seen=0: rows with an empty house)."""
     rank = np.int64(0)
@@ -156,7 +158,7 @@ def row_rank(word, seeds, seen):
 
 
 @njit(cache=True)
-def row_unrank(seeds, rank, seen):
+def row_unrank(seeds: int | np.integer, rank: int | np.integer, seen: int | np.integer) -> np.uint64:
     """The row word of `rank` among rows of `seeds` seeds (see row_rank)."""
     word = np.uint64(0)
     left = seeds
@@ -173,7 +175,7 @@ def row_unrank(seeds, rank, seen):
 
 
 @njit(cache=True, inline="always")
-def rank_packed(mover, opponent, seeds):
+def rank_packed(mover: np.uint64, opponent: np.uint64, seeds: int | np.integer) -> int:
     """Rank of a packed position (see solver.rules) with `seeds` seeds."""
     mover_seeds = row_seeds(mover)
     return (
@@ -184,7 +186,7 @@ def rank_packed(mover, opponent, seeds):
 
 
 @njit(cache=True)
-def rank_board(board, seeds):
+def rank_board(board: np.ndarray, seeds: int | np.integer) -> int:
     """Rank of a board (12 counts, mover view, summing to `seeds`, in_index)."""
     mover, opponent = pack(board)
     return rank_packed(mover, opponent, seeds)
@@ -202,7 +204,7 @@ def _split_rank(seeds, rank):
 
 
 @njit(cache=True)
-def unrank_packed(seeds, rank):
+def unrank_packed(seeds: int | np.integer, rank: int | np.integer) -> tuple[np.uint64, np.uint64]:
     """(mover, opponent) words of `rank` in layer `seeds` (no tables needed)."""
     mover_seeds, mover_rank, opponent_rank = _split_rank(seeds, rank)
     return (
@@ -222,7 +224,7 @@ def _all_rows(max_seeds, seen):
         word = row_unrank(seeds, 0, seen)
         for i in range(starts[seeds], starts[seeds + 1]):
             words[i] = word
-            ok, word = next_row(word, seen)
+            _ok, word = next_row(word, seen)
     return words, starts
 
 
@@ -233,7 +235,7 @@ class RowTables:
     Pass ``tables.arrays`` to :func:`unrank_fast`.
     """
 
-    def __init__(self, max_seeds):
+    def __init__(self, max_seeds: int) -> None:
         self.max_seeds = _check_seeds(max_seeds)
         any_words, any_starts = _all_rows(self.max_seeds, ANY_ROW)
         opponent_words, opponent_starts = _all_rows(self.max_seeds, OPPONENT_ROW)
@@ -241,7 +243,14 @@ class RowTables:
 
 
 @njit(cache=True, inline="always")
-def unrank_fast(seeds, rank, any_words, any_starts, opponent_words, opponent_starts):
+def unrank_fast(
+    seeds: int | np.integer,
+    rank: int | np.integer,
+    any_words: np.ndarray,
+    any_starts: np.ndarray,
+    opponent_words: np.ndarray,
+    opponent_starts: np.ndarray,
+) -> tuple[np.uint64, np.uint64]:
     """(mover, opponent) words of `rank` in layer `seeds`, through RowTables arrays."""
     mover_seeds, mover_rank, opponent_rank = _split_rank(seeds, rank)
     return (
@@ -269,7 +278,7 @@ def _next_composition(word):
 
 
 @njit(cache=True)
-def next_row(word, seen):
+def next_row(word: np.uint64, seen: int | np.integer) -> tuple[bool, np.uint64]:
     """The next row in rank order (see row_rank); (False, word) after the last."""
     while True:
         ok, word = _next_composition(word)
@@ -280,7 +289,7 @@ def next_row(word, seen):
 
 
 @njit(cache=True)
-def next_packed(mover, opponent, seeds):
+def next_packed(mover: np.uint64, opponent: np.uint64, seeds: int | np.integer) -> tuple[bool, np.uint64, np.uint64]:
     """The next position of layer `seeds` in rank order: (True, mover, opponent),
     or (False, mover, opponent) unchanged after the last one."""
     ok, next_opponent = next_row(opponent, OPPONENT_ROW)
@@ -297,7 +306,7 @@ def next_packed(mover, opponent, seeds):
 
 
 @njit(cache=True)
-def next_board(board):
+def next_board(board: np.ndarray) -> bool:
     """Step board (in place) to the next position of its layer in rank order.
 
     Returns False, leaving board unchanged, after the last one.
@@ -310,21 +319,21 @@ def next_board(board):
 
 
 @njit(cache=True)
-def unrank_into(seeds, rank, board):
+def unrank_into(seeds: int | np.integer, rank: int | np.integer, board: np.ndarray) -> None:
     """Write the board of `rank` in layer `seeds` into board (length 12)."""
     mover, opponent = unrank_packed(seeds, rank)
     unpack_into(mover, opponent, board)
 
 
 @njit(cache=True)
-def unrank_board(seeds, rank):
+def unrank_board(seeds: int | np.integer, rank: int | np.integer) -> np.ndarray:
     """The board (uint8[12], mover view) of `rank` in layer `seeds`."""
     mover, opponent = unrank_packed(seeds, rank)
     return unpack(mover, opponent)
 
 
 @njit(cache=True)
-def rank_boards(boards, seeds):
+def rank_boards(boards: np.ndarray, seeds: int | np.integer) -> np.ndarray:
     """Ranks of an (N, 12) array of boards, all in layer `seeds`."""
     ranks = np.empty(boards.shape[0], dtype=np.int64)
     for i in range(boards.shape[0]):
@@ -333,7 +342,7 @@ def rank_boards(boards, seeds):
 
 
 @njit(cache=True)
-def unrank_boards(seeds, ranks):
+def unrank_boards(seeds: int | np.integer, ranks: np.ndarray) -> np.ndarray:
     """Boards (N, 12 uint8) of an array of ranks in layer `seeds`."""
     boards = np.zeros((ranks.shape[0], HOUSES), dtype=np.uint8)
     for i in range(ranks.shape[0]):
@@ -342,7 +351,7 @@ def unrank_boards(seeds, ranks):
 
 
 @njit(cache=True)
-def layer_boards(seeds, start, count):
+def layer_boards(seeds: int | np.integer, start: int | np.integer, count: int | np.integer) -> np.ndarray:
     """`count` consecutive boards of layer `seeds` from rank `start`, walked in order."""
     boards = np.zeros((count, HOUSES), dtype=np.uint8)
     if count == 0:
@@ -350,7 +359,7 @@ def layer_boards(seeds, start, count):
     mover, opponent = unrank_packed(seeds, start)
     for i in range(count):
         unpack_into(mover, opponent, boards[i])
-        ok, mover, opponent = next_packed(mover, opponent, seeds)
+        _ok, mover, opponent = next_packed(mover, opponent, seeds)
     return boards
 
 
@@ -366,7 +375,7 @@ class Expansion(NamedTuple):
     child_ranks: np.ndarray  # [6]: each child's rank in its layer
 
 
-def expand(board) -> Expansion:
+def expand(board: np.ndarray) -> Expansion:
     """Everything the user-facing layers need about a mover-view board (uint8
     [12]), in one compiled call, as an Expansion."""
     return Expansion(*_expand(board))
@@ -398,7 +407,7 @@ def _expand(board):
 # Checked Python entry points ---------------------------------------------------------
 
 
-def _as_board(board):
+def _as_board(board: ArrayLike) -> np.ndarray:
     array = np.asarray(board)
     if array.shape != (HOUSES,):
         raise InvalidPositionError(f"a board has 12 houses, got shape {array.shape}")
@@ -407,7 +416,7 @@ def _as_board(board):
     return array.astype(np.uint8)
 
 
-def rank(board):
+def rank(board: ArrayLike) -> int:
     """Rank of a mover-view board (12 counts) in the layer of its seed count.
 
     Raises InvalidPositionError for a board outside the index (all opponent
@@ -424,7 +433,7 @@ def rank(board):
     return int(rank_board(array, seeds))
 
 
-def unrank(seeds, rank):
+def unrank(seeds: int, rank: int) -> np.ndarray:
     """The mover-view board (uint8[12]) of `rank` in layer `seeds`."""
     seeds = _check_seeds(seeds)
     if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank < layer_size(seeds):
@@ -432,7 +441,7 @@ def unrank(seeds, rank):
     return unrank_board(seeds, np.int64(rank))
 
 
-def iter_layer(seeds, start=0, stop=None):
+def iter_layer(seeds: int, start: int = 0, stop: int | None = None) -> Iterator[np.ndarray]:
     """Yield the boards of layer `seeds` with ranks start..stop-1, in rank order."""
     seeds = _check_seeds(seeds)
     stop = layer_size(seeds) if stop is None else min(stop, layer_size(seeds))
@@ -445,9 +454,10 @@ def iter_layer(seeds, start=0, stop=None):
 
 
 __all__ = [
-    "Expansion",
     "INDEX_SCHEME",
     "INDEX_VERSION",
+    "Expansion",
+    "RowTables",
     "expand",
     "in_index",
     "iter_layer",
@@ -456,7 +466,6 @@ __all__ = [
     "next_board",
     "next_packed",
     "pack",
-    "RowTables",
     "rank",
     "rank_board",
     "rank_boards",

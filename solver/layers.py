@@ -34,7 +34,7 @@ NOT_IN_USE = -1000  # move_value of a move whose child's layer is not in `use`: 
 PARTIAL_OFFSET = 64  # solved-component values are kept as d + 64, so 0 means unknown
 
 
-def _reserve(size):
+def _reserve(size: int) -> tuple[mmap.mmap, np.ndarray]:
     """A zero-filled writable int8 array of `size` bytes whose pages are taken lazily."""
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
     try:
@@ -44,7 +44,7 @@ def _reserve(size):
     return area, np.frombuffer(area, dtype=np.int8)
 
 
-def available_memory():
+def available_memory() -> int:
     """Memory the system can give this process now (MemAvailable), in bytes."""
     try:
         with open("/proc/meminfo") as handle:
@@ -69,7 +69,7 @@ class LayerStore:
     reading is the caller's to prevent (the builder does it between layers).
     """
 
-    def __init__(self, max_seeds):
+    def __init__(self, max_seeds: int) -> None:
         self.max_seeds = max_seeds
         self.starts = np.zeros(index.MAX_SEEDS + 2, dtype=np.int64)
         for seeds in range(index.MAX_SEEDS + 1):
@@ -79,28 +79,28 @@ class LayerStore:
         self.loaded = np.zeros(index.MAX_SEEDS + 1, dtype=np.bool_)
         self.lock = threading.RLock()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         layers = ", ".join(str(n) for n in self.layers())
         return f"LayerStore(max_seeds={self.max_seeds}, layers=[{layers}], resident={self.resident_bytes():,} B)"
 
-    def layer(self, seeds):
+    def layer(self, seeds: int) -> np.ndarray:
         """The writable slice of layer `seeds` (its slot, loaded or not)."""
         if not 0 <= seeds <= self.max_seeds:
             raise ValueError(f"this store holds layers 0..{self.max_seeds}, not {seeds}")
         return self.flat[self.starts[seeds] : self.starts[seeds] + index.layer_size(seeds)]
 
-    def put(self, seeds, values):
+    def put(self, seeds: int, values: np.ndarray) -> None:
         """Copy `values` into the slot of layer `seeds` and mark it loaded."""
         with self.lock:
             self.layer(seeds)[:] = values
             self.loaded[seeds] = True
 
-    def mark_loaded(self, seeds):
+    def mark_loaded(self, seeds: int) -> None:
         """Layer `seeds` was written into its slot in place (by a builder or a reader)."""
         with self.lock:
             self.loaded[seeds] = True
 
-    def drop(self, seeds):
+    def drop(self, seeds: int) -> None:
         """Forget layer `seeds` and give its memory back (its slot reads as zeros)."""
         with self.lock:
             self.loaded[seeds] = False
@@ -108,19 +108,19 @@ class LayerStore:
             if stop > start:
                 self._area.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
-    def layers(self):
+    def layers(self) -> list[int]:
         """Seed counts held, ascending."""
         return [int(n) for n in np.flatnonzero(self.loaded)]
 
-    def resident_bytes(self):
+    def resident_bytes(self) -> int:
         """Bytes of the layers held."""
         return sum(index.layer_size(n) for n in self.layers())
 
-    def arrays(self):
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(flat, starts, loaded): what kernels read the layers through."""
         return self.flat, self.starts, self.loaded
 
-    def grown(self, max_seeds):
+    def grown(self, max_seeds: int) -> "LayerStore":
         """A store with room up to `max_seeds` holding the same layers (self if it has room)."""
         if max_seeds <= self.max_seeds:
             return self
@@ -135,7 +135,15 @@ class LayerStore:
 
 
 @njit(cache=True, inline="always")
-def move_value(captured, child_mover, child_opponent, seeds, flat, starts, use):
+def move_value(
+    captured: int | np.integer,
+    child_mover: np.uint64,
+    child_opponent: np.uint64,
+    seeds: int | np.integer,
+    flat: np.ndarray,
+    starts: np.ndarray,
+    use: np.ndarray,
+) -> int | np.int64:
     """captured - d(child) of a move from a position of `seeds` seeds that
     captured `captured` and led to the child (its words), d(child) read from
     the child's layer in `flat` (offsets `starts`); NOT_IN_USE when that
@@ -150,7 +158,9 @@ def move_value(captured, child_mover, child_opponent, seeds, flat, starts, use):
 
 
 @njit(cache=True)
-def value_packed(mover, opponent, flat, starts, loaded):
+def value_packed(
+    mover: np.uint64, opponent: np.uint64, flat: np.ndarray, starts: np.ndarray, loaded: np.ndarray
+) -> int | np.int64:
     """d of a packed position from the loaded layers; one ply when outside the index.
 
     Returns NOT_TERMINAL (127) when a layer it needs is not loaded.
@@ -163,7 +173,7 @@ def value_packed(mover, opponent, flat, starts, loaded):
         if not loaded[seeds]:
             return NOT_TERMINAL
         return np.int64(flat[starts[seeds] + index.rank_packed(mover, opponent, seeds)])
-    best = NOT_IN_USE
+    best: int | np.int64 = NOT_IN_USE
     mask = legal_mask(mover, opponent)
     for house in range(ROW):
         if mask & (1 << house):
@@ -177,7 +187,16 @@ def value_packed(mover, opponent, flat, starts, loaded):
 
 
 @njit(cache=True, inline="always")
-def known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_starts):
+def known_value(
+    mover: np.uint64,
+    opponent: np.uint64,
+    seeds: int | np.integer,
+    flat: np.ndarray,
+    starts: np.ndarray,
+    loaded: np.ndarray,
+    partial: np.ndarray,
+    partial_starts: np.ndarray,
+) -> int | np.int64:
     """d of a non-terminal position from the loaded layers or from solved
     components (`partial`, values + PARTIAL_OFFSET at `partial_starts`, 0
     unknown), or NOT_TERMINAL when neither knows it."""
@@ -191,7 +210,7 @@ def known_value(mover, opponent, seeds, flat, starts, loaded, partial, partial_s
 
 
 @njit(cache=True)
-def byte_histogram(values):
+def byte_histogram(values: np.ndarray) -> np.ndarray:
     """Counts of each byte value (index: the byte as unsigned) of an int8
     array, without the 8-bytes-a-position temporary np.bincount would make."""
     counts = np.zeros(256, dtype=np.int64)

@@ -63,6 +63,8 @@ import contextlib
 import os
 import time
 from collections import namedtuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numba
 import numpy as np
@@ -98,7 +100,7 @@ BYTE_ONES = np.uint64(0x0101010101010101)
 COMPILE_SECONDS = 30  # numba's first compilation of the builder's kernels on 2 cores, measured
 
 
-def kernels_cached():
+def kernels_cached() -> bool:
     """Whether numba's cache holds the builder's kernels (else the first build compiles them)."""
     # Numba's own idea of where the cache is ($NUMBA_CACHE_DIR or __pycache__).
     folder = getattr(getattr(propagate, "_cache", None), "_cache_path", None) or os.path.join(
@@ -109,33 +111,33 @@ def kernels_cached():
         return False
 
 
-def working_bytes(size):
+def working_bytes(size: int) -> int:
     """Memory of `size` positions while they are solved: the value bytes, a
     nibble of counts a position and two flag bytes a block."""
     return size + (size + 1) // 2 + 2 * ((size + BLOCK - 1) // BLOCK)
 
 
-def exit_layers(seeds):
+def exit_layers(seeds: int) -> list[int]:
     """The smaller layers captures from layer `seeds` lead to."""
     return list(range(max(0, seeds - MAX_CAPTURE), max(0, seeds - 1)))
 
 
 @njit(cache=True, inline="always")
-def pending(exit):
+def pending(exit: int | np.integer) -> np.int8:
     """The value byte of an unresolved position whose exit value is `exit`."""
     code = (exit & 0xFF) ^ PENDING
     return np.int8(code - 256 if code > 127 else code)
 
 
 @njit(cache=True, inline="always")
-def pending_exit(code):
+def pending_exit(code: int | np.integer) -> int | np.int64:
     """The exit value held by a pending code."""
     exit = (np.int64(code) & 0xFF) ^ PENDING
     return exit - 256 if exit > 127 else exit
 
 
 @njit(cache=True, inline="always")
-def resolved(code):
+def resolved(code: int | np.integer) -> bool | np.bool_:
     return -MAX_VALUE <= code <= MAX_VALUE
 
 
@@ -149,7 +151,7 @@ def _position_at(rank, current, mover, opponent, seeds, rows):
     """Words of `rank`, stepping from (current, mover, opponent) when it is close."""
     if current >= 0 and 0 <= rank - current <= WALK_LIMIT:
         while current < rank:
-            ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+            _ok, mover, opponent = index.next_packed(mover, opponent, seeds)
             current += 1
         return mover, opponent
     return index.unrank_fast(seeds, rank, rows[0], rows[1], rows[2], rows[3])
@@ -165,11 +167,18 @@ def _take(counter, step):
 
 
 @njit(cache=True, inline="always")
-def best_capture(mover, opponent, seeds, flat, starts, use):
+def best_capture(
+    mover: np.uint64,
+    opponent: np.uint64,
+    seeds: int | np.integer,
+    flat: np.ndarray,
+    starts: np.ndarray,
+    use: np.ndarray,
+) -> tuple[int | np.int64, int]:
     """(best over the capturing moves whose layer is in `use` of captured -
     d(child), or NO_EXIT; the number of non-capturing moves)."""
     mask = legal_mask(mover, opponent)
-    best = NO_EXIT
+    best: int | np.int64 = NO_EXIT
     children = 0
     for house in range(ROW):
         if mask & (1 << house):
@@ -184,7 +193,14 @@ def best_capture(mover, opponent, seeds, flat, starts, use):
 
 
 @njit(cache=True, inline="always")
-def exit_value(mover, opponent, seeds, flat, starts, use):
+def exit_value(
+    mover: np.uint64,
+    opponent: np.uint64,
+    seeds: int | np.integer,
+    flat: np.ndarray,
+    starts: np.ndarray,
+    use: np.ndarray,
+) -> int | np.int64:
     """E(s): the terminal value when there is no move, else the best capture
     into the layers in `use`, or NO_EXIT."""
     if legal_mask(mover, opponent) == 0:
@@ -193,7 +209,13 @@ def exit_value(mover, opponent, seeds, flat, starts, use):
 
 
 @njit(cache=True, inline="always")
-def child_at(captured, child_mover, child_opponent, seeds, starts):
+def child_at(
+    captured: int,
+    child_mover: np.uint64,
+    child_opponent: np.uint64,
+    seeds: int,
+    starts: np.ndarray,
+) -> int:
     """Where in `flat` (offsets `starts`) move_value reads the value of a
     capture's child: the exit pass computes it first and reads it later."""
     child_seeds = seeds - captured
@@ -225,7 +247,7 @@ def _exit_block(seeds, start, stop, values, counts, flat, starts, use, first, ro
                         children += 1
                     elif use[seeds - captured]:
                         at = child_at(captured, child_mover, child_opponent, seeds, starts)
-                        prefetch(flat, at)
+                        prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
                         where[asked] = at
                         gains[asked] = captured
                         owners[asked] = rank
@@ -233,7 +255,7 @@ def _exit_block(seeds, start, stop, values, counts, flat, starts, use, first, ro
             if first:
                 values[rank] = pending(NO_EXIT)
                 counts[rank >> 1] |= np.uint8(children << ((rank & 1) << 2))
-        ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+        _ok, mover, opponent = index.next_packed(mover, opponent, seeds)
     for j in range(asked):
         exit = gains[j] - np.int64(flat[where[j]])
         if exit > pending_exit(values[owners[j]]):
@@ -242,7 +264,16 @@ def _exit_block(seeds, start, stop, values, counts, flat, starts, use, first, ro
 
 
 @njit(cache=True, parallel=True)
-def exit_pass(seeds, values, counts, flat, starts, use, first, rows):
+def exit_pass(
+    seeds: int,
+    values: np.ndarray,
+    counts: np.ndarray,
+    flat: np.ndarray,
+    starts: np.ndarray,
+    use: np.ndarray,
+    first: bool,
+    rows: tuple[np.ndarray, ...],
+) -> int:
     """One pass of exits over the layer, with the smaller layers marked in `use`.
 
     The first pass writes every position's pending code (terminal value, or
@@ -297,11 +328,21 @@ def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, ga
         else:
             values[local] = pending(NO_EXIT)
             counts[local >> 1] |= np.uint8(children << ((local & 1) << 2))
-        ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+        _ok, mover, opponent = index.next_packed(mover, opponent, seeds)
 
 
 @njit(cache=True, parallel=True)
-def exit_requests(seeds, lo, start, stop, values, counts, rows, keys, gains):
+def exit_requests(
+    seeds: int,
+    lo: int,
+    start: int,
+    stop: int,
+    values: np.ndarray,
+    counts: np.ndarray,
+    rows: tuple[np.ndarray, ...],
+    keys: np.ndarray,
+    gains: np.ndarray,
+) -> None:
     """The exit pass of a slice whose smaller layers are spread over processes.
 
     For ranks start..stop-1 (values[0] being rank lo; start - lo a multiple
@@ -315,7 +356,7 @@ def exit_requests(seeds, lo, start, stop, values, counts, rows, keys, gains):
     """
     blocks = (stop - start + BLOCK - 1) // BLOCK
     counter = np.zeros(1, dtype=np.int64)
-    for slot in prange(WORK_SLOTS):
+    for _slot in prange(WORK_SLOTS):
         while True:
             block = _take(counter, 1)
             if block >= blocks:
@@ -325,7 +366,7 @@ def exit_requests(seeds, lo, start, stop, values, counts, rows, keys, gains):
 
 
 @njit(cache=True)
-def raise_exits(values, origins, gains, answers):
+def raise_exits(values: np.ndarray, origins: np.ndarray, gains: np.ndarray, answers: np.ndarray) -> None:
     """Apply answered exit requests: position origins[j] (an index into
     values) captured gains[j] seeds into a child worth answers[j]; its
     pending code is raised to the best capture (as best_capture keeps it)."""
@@ -365,7 +406,9 @@ def _seed_block(stage, start, stop, values, counts, value_words, plus, minus):
 
 
 @njit(cache=True, parallel=True)
-def seed_stage(stage, values, counts, value_words, flags):
+def seed_stage(
+    stage: int, values: np.ndarray, counts: np.ndarray, value_words: np.ndarray, flags: np.ndarray
+) -> int:
     """Resolve the stage's seeds in place (E = +stage, or E = -stage with no
     unresolved child) and flag their blocks; return how many.
 
@@ -393,7 +436,17 @@ def seed_stage(stage, values, counts, value_words, flags):
 
 
 @njit(cache=True)
-def predecessors(mover, opponent, seeds, lo, values, counts, with_counts, found, count):
+def predecessors(
+    mover: np.uint64,
+    opponent: np.uint64,
+    seeds: int | np.integer,
+    lo: int,
+    values: np.ndarray,
+    counts: np.ndarray,
+    with_counts: bool,
+    found: np.ndarray,
+    count: int,
+) -> int:
     """Append the ranks of the in-layer predecessors of a position (words of
     the child) to found[count:]; return the new count. The value byte (and
     count byte, when `with_counts`) of each rank held here (values[0] being
@@ -449,7 +502,7 @@ def predecessors(mover, opponent, seeds, lo, values, counts, with_counts, found,
                 parent = index.rank_packed(parent_mover, parent_opponent, seeds)
                 local = parent - lo
                 if 0 <= local < values.shape[0]:
-                    prefetch(values, local)
+                    prefetch(values, local)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
                     if with_counts:
                         prefetch(counts, local >> 1)
                 found[count] = parent
@@ -484,7 +537,7 @@ def _tell(rank, child_value, stage, values, counts, next_flags):
         if resolved(code) or pending_exit(code) > -stage:
             return 2
         value = -stage
-    if compare_and_swap(values, rank, code, np.int8(value)):
+    if compare_and_swap(values, rank, code, np.int8(value)):  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
         atomic_or(counts, rank >> 1, np.uint8(FRESH << ((rank & 1) << 2)))
         next_flags[rank // BLOCK] = 1
     return 1 if child_value < 0 else 2
@@ -546,7 +599,17 @@ def _propagate_block(stage, seeds, lo, block, values, counts, next_flags, rows, 
 
 
 @njit(cache=True, parallel=True)
-def propagate(stage, seeds, lo, values, counts, active, next_flags, rows, scratch):
+def propagate(
+    stage: int,
+    seeds: int,
+    lo: int,
+    values: np.ndarray,
+    counts: np.ndarray,
+    active: np.ndarray,
+    next_flags: np.ndarray,
+    rows: tuple[np.ndarray, ...],
+    scratch: "Scratch",
+) -> int:
     """Tell the predecessors of every FRESH position of the `active` blocks.
 
     The arrays hold a slice of the layer: values[i] is rank lo + i (lo a
@@ -589,12 +652,14 @@ def propagate(stage, seeds, lo, values, counts, active, next_flags, rows, scratc
 
 
 @njit(cache=True, parallel=True)
-def tell_received(stage, lo, updates, values, counts, next_flags):
+def tell_received(
+    stage: int, lo: int, updates: np.ndarray, values: np.ndarray, counts: np.ndarray, next_flags: np.ndarray
+) -> None:
     """Apply updates from other processes: each is (rank << 1) | (child
     lost), for a rank of this slice, as _tell would have applied it here."""
     total = updates.shape[0]
     counter = np.zeros(1, dtype=np.int64)
-    for slot in prange(WORK_SLOTS):
+    for _slot in prange(WORK_SLOTS):
         while True:
             first = _take(counter, RANK_CHUNK)
             if first >= total:
@@ -605,7 +670,15 @@ def tell_received(stage, lo, updates, values, counts, next_flags):
 
 
 @njit(cache=True, parallel=True)
-def propagate_graph(stage, values, counts, active, next_flags, first, parents):
+def propagate_graph(
+    stage: int,
+    values: np.ndarray,
+    counts: np.ndarray,
+    active: np.ndarray,
+    next_flags: np.ndarray,
+    first: np.ndarray,
+    parents: np.ndarray,
+) -> int:
     """propagate() on an explicit graph: the predecessors of node i are
     parents[first[i]:first[i + 1]] instead of un-sown positions."""
     size = values.shape[0]
@@ -629,7 +702,7 @@ def propagate_graph(stage, values, counts, active, next_flags, first, parents):
 
 
 @njit(cache=True)
-def graph_state(exits, children, values, counts):
+def graph_state(exits: np.ndarray, children: np.ndarray, values: np.ndarray, counts: np.ndarray) -> None:
     """Pending codes and child counts of an explicit graph's nodes."""
     for node in range(exits.shape[0]):
         values[node] = pending(max(exits[node], NO_EXIT))
@@ -637,11 +710,11 @@ def graph_state(exits, children, values, counts):
 
 
 @njit(cache=True, parallel=True)
-def settle_endless(values):
+def settle_endless(values: np.ndarray) -> None:
     """What no stage resolved is endless play: value 0."""
     size = values.shape[0]
     counter = np.zeros(1, dtype=np.int64)
-    for slot in prange(WORK_SLOTS):
+    for _slot in prange(WORK_SLOTS):
         while True:
             first = _take(counter, RANK_CHUNK)
             if first >= size:
@@ -672,11 +745,13 @@ def _check_block(seeds, block, values, flat, starts, rows, use, bad, counts):
             counts[block] += 1
             if bad[block] < 0:
                 bad[block] = rank
-        ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+        _ok, mover, opponent = index.next_packed(mover, opponent, seeds)
 
 
 @njit(cache=True, parallel=True, nogil=True)  # nogil: `awele verify` can be stopped with Ctrl-C
-def bellman_mismatches(seeds, values, flat, starts, rows, limit):
+def bellman_mismatches(
+    seeds: int, values: np.ndarray, flat: np.ndarray, starts: np.ndarray, rows: tuple[np.ndarray, ...], limit: int
+) -> tuple[int, np.ndarray]:
     """Ranks (up to `limit`) whose value is not the best over their moves.
 
     d(s) must equal max(captured - d(child)) over capturing moves,
@@ -688,7 +763,7 @@ def bellman_mismatches(seeds, values, flat, starts, rows, limit):
     counts = np.zeros(blocks, dtype=np.int64)
     use = np.ones(seeds + 1, dtype=np.bool_)
     counter = np.zeros(1, dtype=np.int64)
-    for slot in prange(WORK_SLOTS):
+    for _slot in prange(WORK_SLOTS):
         while True:
             block = _take(counter, 1)
             if block >= blocks:
@@ -701,7 +776,7 @@ def bellman_mismatches(seeds, values, flat, starts, rows, limit):
 Scratch = namedtuple("Scratch", "found told outbox sent tally")
 
 
-def make_scratch(threads, outbox=0):
+def make_scratch(threads: int, outbox: int = 0) -> Scratch:
     """Per-thread batch buffers, allocated once per layer rather than per
     block, with outboxes of `outbox` updates each for other processes' ranks
     (none when one process holds the whole layer), and each thread's tally
@@ -717,7 +792,7 @@ def make_scratch(threads, outbox=0):
 
 
 @contextlib.contextmanager
-def thread_count(threads):
+def thread_count(threads: int | None) -> Iterator[int]:
     """Run the block with numba on `threads` threads (None: as it is), then restore."""
     previous = numba.get_num_threads()
     if threads:
@@ -731,14 +806,23 @@ def thread_count(threads):
 class StageReport:
     """What one stage did: positions resolved and propagation sweeps."""
 
-    def __init__(self, stage, resolved, sweeps):
+    def __init__(self, stage: int, resolved: int, sweeps: int) -> None:
         self.stage = stage
         self.resolved = resolved
         self.sweeps = sweeps
 
 
-def run_stages(seeds, values, value_words, counts, sweep, progress=None, first_stage=None, everywhere=None,
-               after_stage=None):
+def run_stages(
+    seeds: int,
+    values: np.ndarray,
+    value_words: np.ndarray,
+    counts: np.ndarray,
+    sweep: Callable[[int, np.ndarray, np.ndarray], int],
+    progress: Callable[[str, float], None] | None = None,
+    first_stage: int | None = None,
+    everywhere: Callable[[int], int] | None = None,
+    after_stage: Callable[[int], None] | None = None,
+) -> tuple[list[StageReport], float]:
     """The staged algorithm over positions whose value bytes hold pending codes
     and whose nibbles hold child counts: stages seeds..1, each seeded and then
     swept until nothing is FRESH, then endless play settled to 0.
@@ -796,7 +880,9 @@ def run_stages(seeds, values, value_words, counts, sweep, progress=None, first_s
     return stages, seed_seconds
 
 
-def solve_graph(seeds, exits, children, first, parents):
+def solve_graph(
+    seeds: int, exits: np.ndarray, children: np.ndarray, first: np.ndarray, parents: np.ndarray
+) -> np.ndarray:
     """Values (int64) of the nodes of an explicit graph of positions with
     `seeds` seeds, by the same staged algorithm as a layer.
 
@@ -830,7 +916,7 @@ class LayerSolver:
     its memory budget); :func:`solve_layer` is the all-in-memory path.
     """
 
-    def __init__(self, seeds, store, rows=None):
+    def __init__(self, seeds: int, store: LayerStore, rows: tuple[np.ndarray, ...] | None = None) -> None:
         self.seeds = seeds
         self.store = store
         self.rows = rows if rows is not None else index.RowTables(seeds).arrays
@@ -843,16 +929,16 @@ class LayerSolver:
         self.values = store.flat[start : start + self.size]
         self.value_words = store.flat[start : start + padded].view(np.uint64)
         self.counts = np.zeros((self.size + 1) // 2, dtype=np.uint8)
-        self.done = set()
+        self.done: set[int] = set()
         self.exit_seconds = 0.0
         self.passes = 0
         self.exit_lookups = 0
 
     @property
-    def working_bytes(self):
+    def working_bytes(self) -> int:
         return working_bytes(self.size)
 
-    def exits(self, layers):
+    def exits(self, layers: Iterable[int]) -> None:
         """One exit pass with the smaller `layers` (loaded in the store)."""
         layers = [m for m in layers if m not in self.done]
         missing = [m for m in layers if not self.store.loaded[m]]
@@ -870,7 +956,7 @@ class LayerSolver:
         self.passes += 1
         self.done.update(layers)
 
-    def solve(self, progress=None):
+    def solve(self, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
         """Run the stages; return stats. The layer is then loaded in the store."""
         missing = [m for m in exit_layers(self.seeds) if m not in self.done]
         if missing or not self.passes:
@@ -886,7 +972,7 @@ class LayerSolver:
 
         stages, seed_seconds = run_stages(seeds, self.values, self.value_words, self.counts, sweep, progress)
         working = self.working_bytes
-        self.counts = None
+        self.counts = None  # type: ignore[assignment]  # freed once solved: solve() runs once
         self.store.mark_loaded(seeds)
         stage_seconds = time.perf_counter() - started
         return {
@@ -907,7 +993,13 @@ class LayerSolver:
         }
 
 
-def solve_layer(seeds, store, threads=None, rows=None, progress=None):
+def solve_layer(
+    seeds: int,
+    store: LayerStore,
+    threads: int | None = None,
+    rows: tuple[np.ndarray, ...] | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Solve layer `seeds` in its slot of `store`, every smaller layer it
     needs being loaded there; return (values, stats), values being the slot.
 
@@ -921,7 +1013,7 @@ def solve_layer(seeds, store, threads=None, rows=None, progress=None):
     return store.layer(seeds), stats
 
 
-def solve_up_to(max_seeds, threads=None):
+def solve_up_to(max_seeds: int, threads: int | None = None) -> LayerStore:
     """Every layer 0..max_seeds solved in one LayerStore (for tests and small builds)."""
     store = LayerStore(max_seeds)
     rows = index.RowTables(max_seeds).arrays

@@ -54,21 +54,22 @@ import atexit
 import math
 import os
 import threading
-import weakref
 import time as _time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 from numba import njit
 
 from . import index
 from .component import SolvedComponents
+from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
 from .evaluation import evaluate, load_weights
 from .intrinsics import prefetch_row
-from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
 from .layers import available_memory, known_value
 from .limits import MAX_PLY
-from .position import HOUSE_LETTERS, Game, Position, as_position  # noqa: F401 (Position: the doctest)
+from .position import HOUSE_LETTERS, Game, Position, as_position
 from .probe import Tablebase
 from .report import EndReason, MoveValue, Outcome, Rule, ended_value
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
@@ -121,7 +122,7 @@ def _check(hashed):
 
 
 @njit(cache=True, inline="always")
-def tt_probe(tt, mask, mover, opponent):
+def tt_probe(tt: np.ndarray, mask: int, mover: np.uint64, opponent: np.uint64) -> np.uint64:
     """The data word of the position's entry (check bits cleared), 0 if none."""
     hashed = index.position_hash(mover, opponent)
     slot = _slot(hashed, mask)
@@ -134,7 +135,17 @@ def tt_probe(tt, mask, mover, opponent):
 
 
 @njit(cache=True, inline="always")
-def tt_store(tt, mask, mover, opponent, value, bound, depth, move, on_split=False):
+def tt_store(
+    tt: np.ndarray,
+    mask: int,
+    mover: np.uint64,
+    opponent: np.uint64,
+    value: int | np.integer,
+    bound: int | np.integer,
+    depth: int | np.integer,
+    move: int | np.integer,
+    on_split: bool = False,
+) -> None:
     hashed = index.position_hash(mover, opponent)
     data = np.uint64((value + 128) | (bound << 8) | (depth << 10) | (move << 18) | (np.int64(on_split) << 21))
     data |= _check(hashed)
@@ -161,7 +172,7 @@ def tt_store(tt, mask, mover, opponent, value, bound, depth, move, on_split=Fals
 
 
 @njit(cache=True, inline="always")
-def tt_unpack(data):
+def tt_unpack(data: np.uint64) -> tuple[int | np.int64, int | np.int64, int | np.int64, int | np.int64]:
     """(value, bound, depth, move) of a data word."""
     value = np.int64(data & np.uint64(0xFF)) - 128
     bound = np.int64((data >> np.uint64(8)) & np.uint64(3))
@@ -171,7 +182,7 @@ def tt_unpack(data):
 
 
 @njit(cache=True, inline="always")
-def tt_on_split(data):
+def tt_on_split(data: np.uint64) -> bool:
     """Whether the entry's score rests on a value of the tables' convention."""
     return (data >> np.uint64(21)) & np.uint64(1) != 0
 
@@ -239,7 +250,7 @@ def _search(
     remaining[root] = depth
     since_capture[root] = 0
     have_result = False
-    score = 0
+    score: int | np.int64 = 0
     score_proven = False
     score_split = False
     score_repeat = NO_REPETITION
@@ -261,7 +272,7 @@ def _search(
             if mask == 0:  # rules 5 and 6
                 score = terminal_value(mover, opponent)
                 continue
-            tt_move = NO_MOVE
+            tt_move: int | np.int64 = NO_MOVE
             if ply > root:
                 hit = -1
                 earlier = ply - 2
@@ -289,7 +300,7 @@ def _search(
                     # proven entry is the value of the game started at this
                     # node, which the line above may change by repeating, so
                     # it cuts only right after a capture; elsewhere it orders.
-                    if stored_depth == PROVEN and (split or since_capture[ply] == ply):
+                    if stored_depth == PROVEN and (split or since_capture[ply] == ply):  # noqa: SIM102 (read apart)
                         if (
                             bound == EXACT
                             or (bound == LOWER and value >= beta[ply])
@@ -327,7 +338,7 @@ def _search(
                     caps[ply, count] = captured
                     child_mover[ply, count] = cm
                     child_opponent[ply, count] = co
-                    prefetch_row(tt, _slot(index.position_hash(cm, co), tt_mask))  # the child probes it soon
+                    prefetch_row(tt, _slot(index.position_hash(cm, co), tt_mask))  # type: ignore[call-arg]  # the child probes it soon (@intrinsic: typingctx)
                     key = history[house, house_seeds(mover, house)] + captured * (1 << 40)
                     if house == tt_move:
                         key = 1 << 50
@@ -430,41 +441,41 @@ class SearchResult:
     the main thread.
     """
 
-    def __init__(self, position, cycles):
+    def __init__(self, position: Position, cycles: str) -> None:
         self.position = position
         self.cycles = cycles
         self.rule = "split" if cycles == "split" else "true"
-        self.move = None
-        self.value = None
+        self.move: str | None = None
+        self.value: int | None = None
         self.exact = False
         self.depth = 0
         self.nodes = 0
         self.seconds = 0.0
-        self._line = []
+        self._line: list[str] = []
         self._extend = None  # computes the rest of an exact line on first use
         self.source = "search"
         self.threads = 1
-        self.iterations = []
+        self.iterations: list[tuple[int, int, bool, int, float]] = []
         self.component_positions = 0
-        self.lower = None  # proven bounds on the value (equal to it when exact)
-        self.upper = None
+        self.lower: int | None = None  # proven bounds on the value (equal to it when exact)
+        self.upper: int | None = None
 
     @property
-    def line(self):
+    def line(self) -> list[str]:
         """The principal line as move letters (an exact one continued by known values)."""
         if self._extend is not None:
             self._line, self._extend = self._extend(self._line), None
         return self._line
 
     @line.setter
-    def line(self, moves):
+    def line(self, moves: Iterable[str]) -> None:
         self._line, self._extend = list(moves), None
 
     @property
-    def nps(self):
+    def nps(self) -> float:
         return self.nodes / self.seconds if self.seconds > 0 else 0.0
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {
             "position": str(self.position),
             "move": self.move,
@@ -488,7 +499,7 @@ class SearchResult:
             ],
         }
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         kind = "exact" if self.exact else f"depth {self.depth}"
         return (f"SearchResult(move={self.move!r}, value={self.value}, {kind}, rule={self.rule!r}, "
                 f"nodes={self.nodes})")
@@ -540,9 +551,17 @@ class Searcher:
     `weights_file`) or "zero" (an even split of the seeds left).
     """
 
-    def __init__(self, tablebase=None, hash_mb=DEFAULT_HASH_MB, max_table_seeds=None,
-                 table_bytes=None, component_limit=DEFAULT_COMPONENT_LIMIT,
-                 evaluation="learned", weights_file=None, threads=None):
+    def __init__(
+        self,
+        tablebase: Tablebase | str | os.PathLike[str] | None = None,
+        hash_mb: float = DEFAULT_HASH_MB,
+        max_table_seeds: int | None = None,
+        table_bytes: int | None = None,
+        component_limit: int = DEFAULT_COMPONENT_LIMIT,
+        evaluation: str = "learned",
+        weights_file: str | os.PathLike[str] | None = None,
+        threads: int | None = None,
+    ) -> None:
         if evaluation not in EVALUATIONS:
             raise SearchError(f"evaluation must be one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
         self.evaluation = evaluation
@@ -564,16 +583,17 @@ class Searcher:
         self.history = np.zeros((ROW, 49), dtype=np.int64)
         self.component_limit = component_limit
         self.max_table_seeds = index.MAX_SEEDS if max_table_seeds is None else max_table_seeds
-        self._tt_cycles = None
+        self._tt_cycles: str | None = None
         self.components = SolvedComponents()
-        self._run = None  # the search in progress, which stop() stops
-        self._loader = None
-        self.left_out = {}  # {layer: the error}: damaged or swapped layers the search does without
-        self.table_budget = None  # bytes of tables to read, when chosen by bytes
+        self._run: _Run | None = None  # the search in progress, which stop() stops
+        self._loader: threading.Thread | None = None
+        # {layer: the error}: damaged or swapped layers the search does without
+        self.left_out: dict[int, Exception] = {}
+        self.table_budget: int | None = None  # bytes of tables to read, when chosen by bytes
         self._load_tables(max_table_seeds, table_bytes)
         self._warm_up()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Searcher({self.tablebase.directory!r}, hash_entries={self.tt.shape[0]}, threads={self.threads}, "
                 f"tables_in_memory={self.table_layers})")
 
@@ -642,14 +662,14 @@ class Searcher:
         return True
 
     @property
-    def table_layers(self):
+    def table_layers(self) -> list[int]:
         """Seed counts whose tables are in memory for the search."""
         return self.tablebase.loaded_layers()
 
-    def _arrays(self):
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return (*self.tablebase.store.arrays(), *self.components.arrays())
 
-    def known(self, position):
+    def known(self, position: Position | str) -> int | None:
         """d of a position from the tables in memory or a solved component, else None."""
         position = as_position(position)
         mover, opponent = position.packed()
@@ -658,7 +678,7 @@ class Searcher:
         value = known_value(mover, opponent, position.seeds, *self._arrays())
         return None if value == NOT_TERMINAL else int(value)
 
-    def solve_component(self, position, limit=None):
+    def solve_component(self, position: Position | str, limit: int | None = None) -> tuple[str, int | None, int]:
         """Solve the positions reachable from `position` without a capture (split
         convention). Returns (status, value, positions); status "solved",
         "too large" or "missing table"."""
@@ -698,20 +718,24 @@ class Searcher:
         share = max(1, len(moves))
         deadline = None if time is None else _time.perf_counter() + time
         values = []
+        rule: Rule | str
+        value: int | None
         for left, move in zip(range(len(moves), 0, -1), moves):
             captured = game.play(move)
             try:
                 child, ended = game.position, None
                 if game.is_over():
-                    value, exact, rule = ended_value(game.result(), current), True, Rule.of_cycles(cycles)
-                    repeats = game.end_reason == EndReason.REPETITION
-                    ended = Outcome.ended(game.result(), game.end_reason)
+                    totals, reason = game.result(), game.end_reason
+                    assert totals is not None and reason is not None, "a game that is over has its result"
+                    value, exact, rule = ended_value(totals, current), True, Rule.of_cycles(cycles)
+                    repeats = reason == EndReason.REPETITION
+                    ended = Outcome.ended(totals, reason)
                 elif self.tablebase.has_layer(child.seeds) and (value := self._table_value(child)) is not None:
                     # The tables answer at once (a search would also work out a line).
                     value, exact, rule, repeats = captured - value, True, Rule.SPLIT, False
                 else:
                     # The moves still to search share what is left of the time.
-                    each = None if time is None else max(1e-3, (deadline - _time.perf_counter()) / left)
+                    each = None if deadline is None else max(1e-3, (deadline - _time.perf_counter()) / left)
                     result = self.search(
                         game,
                         depth=None if depth is None else max(1, depth - 1),
@@ -799,7 +823,7 @@ class Searcher:
             # Bounds cost two more searches of the deepest depth, with wide
             # windows: about three times what deepening took. With a time
             # limit, deepening gets a quarter of it.
-            deadline = None if end is None else started + time * (BOUNDS_TIME_SHARE if bounds else 1.0)
+            deadline = None if time is None else started + time * (BOUNDS_TIME_SHARE if bounds else 1.0)
             if cycles == "split" and self.component_limit > 0 and depth is None and self.known(position) is None:
                 self._component_phase(run, position, max_depth, node_budget, deadline)
             if not result.exact:
@@ -858,6 +882,7 @@ class Searcher:
             # Perfect play with the true rule over the game played: a move that
             # repeats a position of the game ends it (Tablebase.best_move).
             chosen = self.tablebase.best_move(game)
+            assert chosen is not None, "best_move returns None only when asked for no progress"
             if chosen.rule == "true":  # it ends the game (a repetition, 25 seeds, 24-24)
                 result.value = result.lower = result.upper = chosen.value
                 result.exact, result.rule, result.move, result.source = True, "true", chosen.move, "table"
@@ -870,6 +895,7 @@ class Searcher:
         result.exact = True
         # The table scores endless play 0. A value of +n or -n holds under the
         # true rule as well, unless a position before the root can repeat.
+        assert first.value is not None, "the position is not over"
         taking_all = abs(first.value) == position.seeds
         fresh = not history or as_position(list(history)[-1]).seeds != position.seeds
         result.rule = "true" if result.cycles == "own" and taking_all and fresh else "split"
@@ -967,7 +993,7 @@ class _Run:
             self.timer.cancel()
 
     def _kernel(self, path_mover, path_opponent, depth, budget, control, pv, pv_length, horizon=0):
-        searcher = self.searcher
+        searcher: Searcher = self.searcher
         return _search(path_mover, path_opponent, self.root, depth, self.split, searcher.tt, searcher.history,
                        *searcher._arrays(), budget, control, pv, pv_length, horizon, searcher.weights)
 
@@ -1004,7 +1030,7 @@ class _Run:
     def _deepen(self, max_depth, node_budget, deadline):
         result, root = self.result, self.root
         main_nodes = 0
-        spent = []  # seconds of this deepening's iterations
+        spent: list[float] = []  # seconds of this deepening's iterations
         while self.next_depth <= max_depth and not self.control[STOP]:
             budget = node_budget - result.nodes - main_nodes
             if budget <= 0:
@@ -1123,8 +1149,17 @@ def _letters(position, houses):
     return letters
 
 
-def search(position, depth=None, time=None, nodes=None, cycles="own", tablebase=None, history=None, bounds=False,
-           **options):
+def search(
+    position: Position | Game | str,
+    depth: int | None = None,
+    time: float | None = None,
+    nodes: int | None = None,
+    cycles: str = "own",
+    tablebase: Tablebase | str | os.PathLike[str] | None = None,
+    history: list | None = None,
+    bounds: bool = False,
+    **options: Any,
+) -> SearchResult:
     """Search `position` once with a fresh Searcher (see Searcher.search);
     `options` go to the Searcher (hash_mb, max_table_seeds, threads, ...)."""
     return Searcher(tablebase, **options).search(position, depth=depth, time=time, nodes=nodes, cycles=cycles,

@@ -35,13 +35,15 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import threading
 import time as _time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from . import __version__
 from .errors import (
@@ -51,6 +53,10 @@ from .errors import (
     MissingTableError,
 )
 from .position import HOUSE_LETTERS, Game, Position
+
+if TYPE_CHECKING:
+    from .probe import Tablebase
+    from .search import Searcher
 
 ENGINE_NAME = f"awele {__version__}"
 ENGINE_AUTHOR = "the awele authors"
@@ -145,7 +151,7 @@ class Limits:
 _GO_NUMBERS = ("movetime", "wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate")
 
 
-def parse_go(words: list[str], to_move: str, log=None) -> Limits:
+def parse_go(words: list[str], to_move: str, log: Callable[[str], None] | None = None) -> Limits:
     """Limits of a ``go`` command's words; a malformed or unknown word is logged
     and skipped, the rest is followed.
 
@@ -212,7 +218,7 @@ class Answer:
     line: tuple = ()
 
 
-def table_answer(tablebase, game: Game) -> Answer:
+def table_answer(tablebase: Tablebase, game: Game) -> Answer:
     """The move the tables choose in the game's position with the game's
     history (Tablebase.best_move: each move's table value, except that a move
     ending the game, a repetition of an earlier position included, is worth
@@ -220,8 +226,9 @@ def table_answer(tablebase, game: Game) -> Answer:
     not built."""
     started = _time.perf_counter()
     best = tablebase.best_move(game)
-    line = tablebase.line(game.position, max_plies=12).moves
-    line = tuple(line) if line and line[0] == best.move else (best.move,)
+    assert best is not None, "best_move returns None only when asked for no progress"
+    moves = tablebase.line(game.position, max_plies=12).moves
+    line = tuple(moves) if moves and moves[0] == best.move else (best.move,)
     rule = RULE_WORDS[str(best.rule)]
     return Answer(best.move, best.value, True, rule, "table", 0, 0, _time.perf_counter() - started, line)
 
@@ -235,7 +242,7 @@ class UciEngine:
     """
 
     def __init__(self, input: TextIO | None = None, output: TextIO | None = None, log: TextIO | None = None,
-                 directory: str | None = None):
+                 directory: str | None = None) -> None:
         self.input = input if input is not None else sys.stdin
         self.output = output if output is not None else sys.stdout
         self.log_stream = log if log is not None else sys.stderr
@@ -244,14 +251,14 @@ class UciEngine:
             from .tables import default_directory
 
             directory = default_directory()
-        self.options = {"hash": 64, "threads": None, "tables": str(directory), "maxtableseeds": -1,
+        self.options: dict[str, Any] = {"hash": 64, "threads": None, "tables": str(directory), "maxtableseeds": -1,
                         "usetables": True, "cycles": "own", "evaluation": "learned"}
         self.game = Game()
-        self.searcher = None
-        self._searcher_key = None
-        self._tablebase = None
-        self._tablebase_key = None
-        self._thinking = None  # the search thread of the last go
+        self.searcher: Searcher | None = None
+        self._searcher_key: tuple | None = None
+        self._tablebase: Tablebase | None = None
+        self._tablebase_key: tuple | None = None
+        self._thinking: threading.Thread | None = None  # the search thread of the last go
         self._busy = threading.Event()  # set from go until its bestmove is said
         self._stop = threading.Event()  # stop (or ponderhit) asked for the search in progress
         self.debug = False
@@ -574,10 +581,8 @@ def main(directory: str | None = None) -> None:
     an engine to be gone soon after `quit`."""
     status = UciEngine(directory=directory).run()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(status)
 
 
