@@ -203,7 +203,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
         with retrograde.thread_count(threads):
             for seeds in range(max_seeds + 1):
                 started = time.perf_counter()
-                row = {"seeds": seeds, "positions": index.layer_size(seeds), "built": seeds in missing}
+                row: dict[str, Any] = {"seeds": seeds, "positions": index.layer_size(seeds), "built": seeds in missing}
                 if seeds in missing:
                     step = progress and (lambda step, fraction, n=seeds: progress(n, step, fraction))
                     stats = build_layer(seeds, directory, store, budget, rows, progress=step)

@@ -654,6 +654,17 @@ class Searcher:
         except (CorruptTableError, TableMismatchError, OSError) as error:
             self.left_out[seeds] = error
 
+    def _wait_for_layers(self, layers: Iterable[int], deadline: float | None) -> None:
+        """Wait (until `deadline`) while the background reader is still to read
+        one of `layers` that is built: a component's captures must land in
+        loaded tables. The reader goes smallest first, so this is seldom long."""
+        built = set(self.tablebase.layers())
+        needed = [n for n in layers if n in built and n not in self.left_out]
+        while (self._loader is not None and self._loader.is_alive()
+               and any(not self.tablebase.is_loaded(n) for n in needed)
+               and (deadline is None or _time.perf_counter() < deadline)):
+            self._loader.join(0.01)
+
     def wait_for_tables(self, timeout: float | None = None) -> bool:
         """Wait until the tables read in the background are in memory; True when they are."""
         if self._loader is not None:
@@ -850,6 +861,7 @@ class Searcher:
         run.deepen(max_depth, proof_nodes, first_deadline)
         if result.exact:
             return
+        self._wait_for_layers(range(max(0, position.seeds - 15), position.seeds - 1), deadline)
         limit = self.component_limit
         if deadline is not None:
             limit = min(limit, max(10_000, int((deadline - _time.perf_counter()) * COMPONENT_RATE)))

@@ -122,7 +122,7 @@ class Worker:
         self._process: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
         self._ready = False
-        self.left_out = {}  # {layer: why}: damaged layers the child's search does without
+        self.left_out: dict[int, str] = {}  # {layer: why}: damaged layers the child's search does without
 
     def start(self) -> None:
         """Start the child now (in the background: it opens its tables while
