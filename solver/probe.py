@@ -159,8 +159,11 @@ class Tablebase:
             store = self._store
             if store.loaded[seeds]:
                 return store
-            if seeds > store.max_seeds:
-                store = self._store = store.grown(max([seeds] + self.layers()))
+            largest = max([seeds] + self.layers())
+            if largest > store.max_seeds:
+                # Grown once to the largest layer in the folder, so that later loads
+                # fill slots of the same store (a search running on it sees them).
+                store = self._store = store.grown(largest)
             # Into the store this thread holds, flagged only once complete:
             # the store cannot change under it while the lock is held.
             tables.load_values(self.directory, seeds, out=store.layer(seeds))
