@@ -1043,7 +1043,15 @@ class _Run:
         result, root = self.result, self.root
         main_nodes = 0
         spent: list[float] = []  # seconds of this deepening's iterations
+        layers_in = self._layers_in()
         while self.next_depth <= max_depth and not self.control[STOP]:
+            if self._layers_in() > layers_in:
+                # Tables arrived from the background reader: a shallow iteration
+                # may now prove what the deep ones could not. The entries stored
+                # without them would cut it off with unproven scores: start afresh.
+                layers_in = self._layers_in()
+                self.next_depth, spent = 1, []
+                self.searcher.tt[:] = 0
             budget = node_budget - result.nodes - main_nodes
             if budget <= 0:
                 break
@@ -1075,6 +1083,10 @@ class _Run:
             if proven:
                 break
         result.nodes += main_nodes
+
+    def _layers_in(self) -> int:
+        """How many layers the search's tables hold now."""
+        return int(self.searcher.tablebase.store.loaded.sum())
 
     def _help(self, helper, max_depth):
         """A helper thread: deepen from one or two plies beyond the main thread's
