@@ -87,14 +87,20 @@ class BuildLock:
 
 def prepare_directory(directory: str) -> None:
     """Create the tables folder if needed; one clear error if it cannot be used."""
+    _usable_folder(directory, "tables folder")
+
+
+def _usable_folder(directory: str, name: str) -> None:
+    """Create folder `directory` (the `name` the messages give it) if needed;
+    TableWriteError (one line) if it is not a folder or cannot be written."""
     if os.path.lexists(directory) and not os.path.isdir(directory):
-        raise TableWriteError(f"{directory} exists and is not a folder")
+        raise TableWriteError(f"the {name} {directory} exists and is not a folder")
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as error:
-        raise TableWriteError(f"cannot create the tables folder {directory}: {error.strerror}") from None
+        raise TableWriteError(f"cannot create the {name} {directory}: {error.strerror}") from None
     if not os.access(directory, os.W_OK | os.X_OK):
-        raise TableWriteError(f"the tables folder {directory} is not writable")
+        raise TableWriteError(f"the {name} {directory} is not writable")
 
 
 # Build -----------------------------------------------------------------------------
@@ -224,14 +230,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
 
 def _check_checkpoint_folder(directory):
     """Create the checkpoint folder if needed; TableWriteError (one line) if it cannot be used."""
-    if os.path.lexists(directory) and not os.path.isdir(directory):
-        raise TableWriteError(f"the checkpoint folder {directory} exists and is not a folder")
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as error:
-        raise TableWriteError(f"cannot create the checkpoint folder {directory}: {error.strerror}") from None
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise TableWriteError(f"the checkpoint folder {directory} is not writable")
+    _usable_folder(directory, "checkpoint folder")
 
 
 class CollectiveError(BuildError):
