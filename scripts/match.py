@@ -2,7 +2,7 @@
 
     python scripts/match.py A B [--movetime 1] [--openings 50 --opening-plies 2] [--seed 1]
                             [--concurrency 1] [--max-plies 300 --adjudicate own]
-                            [--pgn games.pgn] [--json]
+                            [--pgn games.pgn] [--journal match.jsonl] [--json]
 
 A and B are engine specifications:
 
@@ -36,6 +36,16 @@ feeding move, no seeds to move. A game longer than --max-plies is adjudicated
 by the true rule (each side takes the seeds on its own side, as at a
 repetition; --adjudicate own, the default) or as a draw (--adjudicate draw).
 
+--journal FILE keeps every finished game in FILE (a first line of the
+match's settings, then a JSON line a game, each written through to disk).
+Run the same command again with the same FILE and only the games still
+missing are played; the score covers them all. The journal is refused when
+anything differs: the engines, the move time, the openings, or the code
+(the checkout's commit and a digest of its uncommitted changes), so that a
+match spread over several sittings is still one match of one program.
+A move that takes more than 5% of the move time plus 20 ms past it counts
+as late (the move stands); the score line says how many each engine had.
+
 The score is A's: a win 1, a draw 1/2. Its 95% interval is computed per game
 pair (the two games of an opening are not independent: the opening may
 favour one side), mean +- 1.96 * sd(pair score) / sqrt(pairs), with the
@@ -48,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import inspect
 import json
 import math
@@ -417,6 +428,13 @@ class GameRecord:
     plies: int = 0
     seconds: dict = field(default_factory=dict)  # engine -> longest move (s)
     depths: dict = field(default_factory=dict)  # engine -> mean finished depth
+    late: dict = field(default_factory=dict)  # engine -> moves over the budget's allowance (late_limit)
+
+
+def late_limit(movetime):
+    """The longest a move may take: issue 16's allowance, 5% of the move time
+    plus 20 ms. A move that takes longer counts as late (it still stands)."""
+    return 1.05 * movetime + 0.020
 
 
 def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, adjudicate):
@@ -426,12 +444,14 @@ def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, a
     for engine in engines.values():
         engine.new_game()
     longest = {"A": 0.0, "B": 0.0}
+    late = {"A": 0, "B": 0}
     depths = {"A": [], "B": []}
     forfeit = None
     while not game.is_over() and len(game.moves) < max_plies:
         name = side_of[game.position.to_move]
         answer = engines[name].play(game, movetime)
         longest[name] = max(longest[name], answer.seconds)
+        late[name] += answer.seconds > late_limit(movetime)
         if answer.depth:
             depths[name].append(answer.depth)
         if answer.failure is not None:
@@ -470,6 +490,7 @@ def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, a
     else:
         record.score_a = 1.0 if side_of[record.winner] == "A" else 0.0
     record.seconds = {k: round(v, 3) for k, v in longest.items()}
+    record.late = late
     record.depths = {k: round(sum(v) / len(v), 1) for k, v in depths.items() if v}
     return record
 
@@ -496,10 +517,12 @@ def _play_in_worker(job, movetime, max_plies, adjudicate):
 
 
 def run_match(spec_a, spec_b, openings, movetime, max_plies=300, adjudicate="own", concurrency=1,
-              uci_options=(), grace=2.0, report=None):
-    """Play every game pair; return the GameRecords in game order. `report(record)`
-    is called as each game finishes."""
-    jobs = schedule(openings)
+              uci_options=(), grace=2.0, report=None, skip=()):
+    """Play every game pair (but the game numbers in `skip`); return the
+    GameRecords in game order. `report(record)` is called as each game finishes."""
+    jobs = [job for job in schedule(openings) if job[0] not in set(skip)]
+    if not jobs:
+        return []
     records = []
     if concurrency <= 1:
         engines = {"A": make_engine(spec_a, uci_options, grace), "B": make_engine(spec_b, uci_options, grace)}
@@ -526,6 +549,83 @@ def run_match(spec_a, spec_b, openings, movetime, max_plies=300, adjudicate="own
             if report:
                 report(record)
     return sorted(records, key=lambda r: r.number)
+
+
+# The journal: a match that spans several sittings ------------------------------
+
+JOURNAL_KIND = "awele match journal"
+
+
+def checkout_version():
+    """The commit of this checkout, with a digest of its uncommitted changes to
+    tracked files ("+" and 12 hex digits) when it has some; None outside git.
+    A journal is resumed only by the same code."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        diff = subprocess.run(["git", "-C", root, "diff", "HEAD"], capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    version = head.stdout.strip()
+    if diff.stdout:
+        version += "+" + hashlib.sha256(diff.stdout).hexdigest()[:12]
+    return version
+
+
+def _record_from(row):
+    row = dict(row)
+    row["result"] = tuple(row["result"])
+    return GameRecord(**row)
+
+
+def open_journal(path, settings):
+    """The games already in the journal at `path`, and the journal open for
+    appending one JSON line a finished game.
+
+    A new journal starts with a line of `settings` (engines, move time,
+    openings, the checkout's version...); an existing one is resumed only
+    when its settings are the same, so that every game of a match was played
+    by the same engines under the same conditions. A last line left half
+    written by a killed run is cut off."""
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        try:
+            handle = open(path, "w")
+        except OSError as error:
+            raise MatchError(f"cannot write the journal: {error}") from None
+        handle.write(json.dumps({"kind": JOURNAL_KIND, **settings}) + "\n")
+        handle.flush()
+        return [], handle
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise MatchError(f"cannot read the journal: {error}") from None
+    complete = data[: data.rfind(b"\n") + 1]
+    lines = complete.decode().splitlines()
+    try:
+        header = json.loads(lines[0]) if lines else {}
+    except ValueError:
+        header = {}
+    if header.get("kind") != JOURNAL_KIND:
+        raise MatchError(f"{path} is not a match journal")
+    differs = [key for key in settings if header.get(key) != settings[key]]
+    if differs:
+        raise MatchError(f"{path} is the journal of another match (its {', '.join(differs)} differ); "
+                         f"give a new --journal file")
+    try:
+        records = [_record_from(json.loads(line)) for line in lines[1:] if line.strip()]
+    except (ValueError, TypeError, KeyError) as error:
+        raise MatchError(f"{path}: a game line cannot be read ({error})") from None
+    handle = open(path, "r+")
+    handle.truncate(len(complete))
+    handle.seek(len(complete))
+    return records, handle
+
+
+def journal_write(handle, record):
+    handle.write(json.dumps(asdict(record)) + "\n")
+    handle.flush()
+    os.fsync(handle.fileno())
 
 
 # Statistics -------------------------------------------------------------------
@@ -585,6 +685,7 @@ def summarise(records):
         "elo_low": None if low is None else finite(elo(low)),
         "elo_high": None if high is None else finite(elo(high)),
         "longest_move": {name: max((r.seconds.get(name, 0.0) for r in records), default=0.0) for name in "AB"},
+        "late_moves": {name: sum(r.late.get(name, 0) for r in records) for name in "AB"},
     }
 
 
@@ -621,7 +722,9 @@ def _format_score(summary):
     elo_text = show(summary["elo"]) if summary["elo"] is not None else (
         "+inf" if summary["score"] >= 1 else "-inf")
     longest = summary["longest_move"]
-    text += f"\nlongest move: A {longest['A']:.2f} s, B {longest['B']:.2f} s"
+    late = summary["late_moves"]
+    text += (f"\nlongest move: A {longest['A']:.2f} s, B {longest['B']:.2f} s; "
+             f"moves over 5% + 20 ms past the move time: A {late['A']}, B {late['B']}")
     text += f"\nElo difference A - B: {elo_text}"
     if summary["elo_low"] is not None or summary["elo_high"] is not None:
         low = "-inf" if summary["elo_low"] is None else f"{summary['elo_low']:+.0f}"
@@ -650,6 +753,9 @@ def main(argv=None):
     parser.add_argument("--grace", type=float, default=2.0,
                         help="seconds past the move time before a UCI engine is stopped (default 2)")
     parser.add_argument("--pgn", default=None, help="write every game's record to this file")
+    parser.add_argument("--journal", default=None, metavar="FILE",
+                        help="keep every finished game in FILE; run again with the same FILE and arguments to "
+                             "play only the games still missing (a match over several sittings)")
     parser.add_argument("--json", action="store_true", help="print JSON on stdout (game lines go to stderr)")
     args = parser.parse_args(argv)
 
@@ -674,16 +780,30 @@ def main(argv=None):
         total = 2 * len(openings)
         started = time.perf_counter()
         with contextlib.ExitStack() as stack:
-            pgn = stack.enter_context(open(args.pgn, "w")) if args.pgn else None
+            earlier, journal = [], None
+            if args.journal:
+                settings = {"engines": names, "movetime": args.movetime, "max_plies": args.max_plies,
+                            "adjudicate": args.adjudicate, "uci_options": args.uci_option, "openings": openings,
+                            "version": checkout_version()}
+                earlier, journal = open_journal(args.journal, settings)
+                stack.enter_context(journal)
+                if earlier:
+                    print(f"resumed from {args.journal}: {len(earlier)} games played, "
+                          f"{total - len(earlier)} to play", file=out)
+            pgn = stack.enter_context(open(args.pgn, "a" if earlier else "w")) if args.pgn else None
 
             def report(record):
                 print(_game_line(record, total), file=out, flush=True)
+                if journal:
+                    journal_write(journal, record)
                 if pgn:
                     pgn.write(pgn_like(record, names, args.movetime) + "\n")
                     pgn.flush()
 
             records = run_match(args.engine_a, args.engine_b, openings, args.movetime, args.max_plies,
-                                args.adjudicate, args.concurrency, args.uci_option, args.grace, report)
+                                args.adjudicate, args.concurrency, args.uci_option, args.grace, report,
+                                skip=[r.number for r in earlier])
+            records = sorted(earlier + records, key=lambda r: r.number)
     except MatchError as error:
         print(f"match: error: {error}", file=sys.stderr)
         return 2

@@ -222,3 +222,36 @@ def test_awele_against_awele_over_the_protocol(no_tables):
         game = replayed(r)
         assert "forfeits" not in r.termination, r.termination
         assert r.plies == len(game.moves) == 16 or game.is_over()
+
+
+def test_a_journal_resumes_a_match_and_refuses_another(no_tables, capsys, tmp_path):
+    journal = tmp_path / "match.jsonl"
+    common = ["--opening-plies", "1", "--movetime", "0.5", "--max-plies", "10", "--journal", str(journal)]
+    assert match.main([tiny(1, no_tables), tiny(2, no_tables), "--games", "4", *common, "--json"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    lines = journal.read_text().splitlines()
+    assert json.loads(lines[0])["kind"] == match.JOURNAL_KIND and len(lines) == 5
+    # A run killed after two games, in the middle of writing the third.
+    journal.write_text("\n".join(lines[:3]) + "\n" + lines[3][:20])
+    assert match.main([tiny(1, no_tables), tiny(2, no_tables), "--games", "4", *common, "--json"]) == 0
+    captured = capsys.readouterr()
+    resumed = json.loads(captured.out)
+    assert "2 games played, 2 to play" in captured.err
+    assert "game 1/4" not in captured.err and "game 3/4" in captured.err
+    def played(games):  # the games without their timings
+        return [{k: v for k, v in g.items() if k not in ("seconds", "late")} for g in games]
+
+    assert played(resumed["games"]) == played(whole["games"])  # fixed depths: the same games again
+    assert len(journal.read_text().splitlines()) == 5
+    # Another match (other engines, or another move time) is refused.
+    assert match.main([tiny(1, no_tables), tiny(1, no_tables), "--games", "4", *common]) == 2
+    assert "journal of another match" in capsys.readouterr().err
+    journal.write_text("not a journal\n")
+    assert match.main([tiny(1, no_tables), tiny(2, no_tables), "--games", "4", *common]) == 2
+    assert "is not a match journal" in capsys.readouterr().err
+
+
+def test_late_moves_are_counted_against_five_percent_and_twenty_milliseconds():
+    assert match.late_limit(1.0) == pytest.approx(1.07)
+    records = [match.GameRecord(1, 1, "", "A", late={"A": 2, "B": 0}), match.GameRecord(2, 1, "", "B", late={"A": 1})]
+    assert match.summarise(records)["late_moves"] == {"A": 3, "B": 0}
