@@ -5,14 +5,18 @@
 The positions are the distinct ones met in `--games` playouts from the opening
 (evaluation.game_positions, about 110 a game), shuffled so that branches are no
 easier to predict than at the horizon of a search. Each kernel runs over all of
-them in a loop; the figure is the median over `--repeat` loops of the loop's
-CPU time (process time: on a shared machine it counts this process only) over
-the positions. "read" only reads the two words, the floor under the others;
-"threat" is the mover's capture threat alone, "features" all the features
-summed, "evaluate" the whole estimate with the shipped weights. The first loop
-of each compiles and is not timed; these loops are not cached, since numba's
-cache would not see a change in solver.evaluation. Run it against another
-checkout with PYTHONPATH=that checkout.
+them in a loop that folds its results into one number (total * 3 + result,
+which LLVM cannot spread over SIMD lanes: a search evaluates one leaf at a
+time); the figure is the median over `--repeat` loops of the loop's CPU time
+(process time: on a shared machine it counts this process only) over the
+positions. "read" only reads the two words, the floor under the others;
+"features" computes all the features, "evaluate" the whole estimate with the
+shipped weights. The capture threat alone is not timed: in a loop that does
+nothing else LLVM turns its branch-free maxima into branches, which it does not
+where the features are used whole. The first loop of each kernel compiles and
+is not timed; these loops are not cached, since numba's cache would not see a
+change in solver.evaluation. Run it against another checkout with
+PYTHONPATH=that checkout.
 """
 
 import argparse
@@ -28,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from solver import evaluation
-from solver.evaluation import _features, _threat, evaluate, game_positions, load_weights
+from solver.evaluation import _features, evaluate, game_positions, load_weights
 from solver.rules import pack
 
 
@@ -45,15 +49,7 @@ def _packed(boards):
 def _read(movers, opponents, weights):
     total = 0
     for i in range(movers.shape[0]):
-        total += (movers[i] ^ opponents[i]) & np.uint64(7)
-    return total
-
-
-@njit
-def _threats(movers, opponents, weights):
-    total = 0
-    for i in range(movers.shape[0]):
-        total += _threat(movers[i], opponents[i])
+        total = total * 3 + np.int64((movers[i] ^ opponents[i]) & np.uint64(7))
     return total
 
 
@@ -63,7 +59,7 @@ def _all_features(movers, opponents, weights):
     for i in range(movers.shape[0]):
         values = _features(movers[i], opponents[i])
         for k in range(len(values)):
-            total += values[k] * (k + 1)
+            total = total * 3 + values[k]
     return total
 
 
@@ -71,11 +67,11 @@ def _all_features(movers, opponents, weights):
 def _estimates(movers, opponents, weights):
     total = 0
     for i in range(movers.shape[0]):
-        total += evaluate(movers[i], opponents[i], weights)
+        total = total * 3 + evaluate(movers[i], opponents[i], weights)
     return total
 
 
-KERNELS = {"read": _read, "threat": _threats, "features": _all_features, "evaluate": _estimates}
+KERNELS = {"read": _read, "features": _all_features, "evaluate": _estimates}
 
 
 def main():
