@@ -37,7 +37,19 @@ from numba import njit
 from . import index
 from .errors import EvaluationError
 from .position import Position  # noqa: F401 (the doctest)
-from .rules import ROW, house_seeds, legal_mask, pack, play, row_seeds
+from .rules import (
+    LANE_BITS,
+    LANE_MASK,
+    ROW,
+    ROW_ONES,
+    SUM_LANES,
+    TOTAL_SEEDS,
+    house_seeds,
+    legal_mask,
+    pack,
+    play,
+    row_seeds,
+)
 
 WEIGHTS_VERSION = 1
 WEIGHTS_FILE = f"evaluation-v{WEIGHTS_VERSION}.json"
@@ -69,31 +81,97 @@ FEATURE_COUNT = len(FEATURES)
 # Kernels ---------------------------------------------------------------------------
 
 
+LANE_TOPS = np.uint64(0x80) * ROW_ONES  # the top bit of each of the six lanes of a row
+
+
+@njit(cache=True, inline="always")
+def _lanes_at_least(word, seeds):
+    """How many of the six lanes of a row word hold `seeds` (1..48) or more.
+
+    Adding 128 - seeds to every lane sets a lane's top bit exactly when it
+    holds at least `seeds`: a lane holds at most 48, so the sum stays below
+    256 and never carries into the next lane."""
+    tops = ((word + np.uint64(128 - seeds) * ROW_ONES) & LANE_TOPS) >> np.uint64(7)
+    return np.int64((tops * SUM_LANES) >> np.uint64(56))
+
+
 @njit(cache=True, inline="always")
 def _row_shape(word):
     """(empty houses, houses of 1-2 seeds, houses of 12+ seeds) of one row word."""
-    empty = 0
-    low = 0
-    laps = 0
+    filled = _lanes_at_least(word, 1)
+    return ROW - filled, filled - _lanes_at_least(word, 3), _lanes_at_least(word, LAP_SEEDS)
+
+
+def _landing_table() -> np.ndarray:
+    """LANDINGS[house, seeds]: bit 8 * (a - 1) + j set when sowing `seeds`
+    from the mover's `house` ends on the opponent's lane j, having put a seeds
+    into each of his lanes 0..j (and a - 1 into the lanes above j).
+
+    Sowing k seeds from house h ends on house h + k for k <= 11 - h (a = 1);
+    each lap round the board (11 houses, the origin skipped) adds one seed to
+    every opponent's lane, so the move ends on lane j with a seeds sown there
+    exactly when h + k = 11 * a - 5 + j."""
+    table = np.zeros((ROW, TOTAL_SEEDS + 1), np.uint64)
+    for house in range(ROW):
+        for seeds in range(1, TOTAL_SEEDS + 1):
+            for sown in range(1, MAX_SOWN + 1):
+                lane = house + seeds - (11 * sown - 5)
+                if 0 <= lane < ROW:
+                    table[house, seeds] |= np.uint64(1) << np.uint64(8 * (sown - 1) + lane)
+    return table
+
+
+MAX_SOWN = 4  # 48 seeds go round the board at most four times (44 = 4 * 11)
+LANDINGS = _landing_table()
+DEEP_TEST = np.uint64(128 - 23) * ROW_ONES  # a lane of 23 seeds or more goes round twice
+
+
+@njit(cache=True, inline="always")
+def _chain_capture(opponent, landings, sown):
+    """The most seeds captured by a move that ends on one of the opponent's
+    lanes flagged in `landings` (bit j: lane j) having sown `sown` seeds into
+    each of his lanes 0..j (and sown - 1 into the lanes above).
+
+    Such a move captures the lanes from j down that hold 2 or 3 seeds after
+    sowing, unless they are all the seeds the opponent has (a grand slam
+    captures nothing): the lanes 0..j all taken and, for sown = 1, no seed
+    above j (for sown > 1 every lane above j got a seed). The chain ending at
+    each lane is carried up the row in one pass, without branches."""
+    best = 0
+    chain = 0
+    length = 0
     for lane in range(ROW):
-        seeds = house_seeds(word, lane)
-        if seeds == 0:
-            empty += 1
-        elif seeds <= 2:
-            low += 1
-        elif seeds >= LAP_SEEDS:
-            laps += 1
-    return empty, low, laps
+        seeds = house_seeds(opponent, lane) + sown
+        taken = np.int64(np.uint64(seeds - 2) < np.uint64(2))  # 2 or 3 seeds
+        chain = (chain + seeds) * taken
+        length = (length + 1) * taken
+        if sown == 1:
+            rest_empty = np.int64((opponent >> np.uint64(LANE_BITS * (lane + 1))) == 0)
+        else:
+            rest_empty = np.int64(lane == ROW - 1)
+        slam = np.int64(length == lane + 1) & rest_empty
+        landed = np.int64((landings >> np.uint64(lane)) & np.uint64(1))
+        best = max(best, chain * landed * (1 - slam))
+    return best
 
 
 @njit(cache=True, inline="always")
 def _threat(mover, opponent):
-    """The most seeds one legal move of the mover captures."""
-    mask = legal_mask(mover, opponent)
-    best = 0
+    """The most seeds one move of the mover captures (that of rules.play).
+
+    Which lanes the mover's moves end on comes from LANDINGS, one lookup per
+    house; what a move ending there captures depends only on that lane and on
+    how many seeds each lane got (_chain_capture). No move is played. An
+    illegal move (rule 5: the opponent is empty and it does not reach him)
+    ends on the mover's side and captures nothing, so legality is not needed."""
+    landings = np.uint64(0)
     for house in range(ROW):
-        if mask & (1 << house):
-            best = max(best, play(mover, opponent, house)[0])
+        landings |= LANDINGS[house, house_seeds(mover, house)]
+    best = max(_chain_capture(opponent, landings & LANE_MASK, 1),
+               _chain_capture(opponent, (landings >> np.uint64(8)) & LANE_MASK, 2))
+    if (mover + DEEP_TEST) & LANE_TOPS:  # rare: a house that goes round twice or more
+        for sown in range(3, MAX_SOWN + 1):
+            best = max(best, _chain_capture(opponent, (landings >> np.uint64(8 * (sown - 1))) & LANE_MASK, sown))
     return best
 
 

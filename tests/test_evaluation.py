@@ -2,6 +2,7 @@
 bounds, the weights file, the fit on tiny tables, and the search with it."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import naive_legal_moves, naive_play
+from numba import njit
 
 from solver import Position
 from solver.cli import cli
@@ -28,7 +30,7 @@ from solver.evaluation import (
     save_weights,
 )
 from solver.probe import Tablebase
-from solver.rules import pack
+from solver.rules import house_seeds, legal_mask, pack, play, row_seeds
 from solver.search import Searcher
 
 FIT_LAYERS = list(range(4, 11))
@@ -55,15 +57,79 @@ def naive_features(board):
     ]
 
 
+def naive_estimate(board, weights):
+    """evaluate() straight from its formula, in Python floats (IEEE doubles, as the kernel's)."""
+    values = naive_features(board)
+    seeds = sum(int(s) for s in board)
+    total = 0.0
+    for k in range(FEATURE_COUNT):
+        total += values[k] * (float(weights[k]) + float(weights[FEATURE_COUNT + k]) * (seeds / 48))
+    return max(-seeds, min(seeds, math.floor(total + 0.5)))
+
+
 def boards_of(total):
     """Boards of 12 houses with at most `total` seeds, skewed to the small counts play meets."""
     house = st.one_of(st.integers(0, 4), st.integers(0, 30))
     return st.lists(house, min_size=12, max_size=12).filter(lambda board: sum(board) <= total)
 
 
+@st.composite
+def lapping_boards(draw):
+    """Boards of up to 48 seeds with one to three big houses (11 to 48 seeds), which
+    sow round the board: the moves whose captures are hardest to get right."""
+    board = [0] * 12
+    for house in draw(st.lists(st.integers(0, 11), min_size=1, max_size=3)):
+        board[house] = draw(st.integers(11, 48 - sum(board))) if sum(board) <= 37 else board[house]
+    for house in range(12):
+        if draw(st.booleans()):
+            board[house] += draw(st.integers(0, min(3, 48 - sum(board))))
+    return board
+
+
+@njit
+def reference_threat(mover, opponent):
+    """The mover's capture threat by playing each legal move (rules.play)."""
+    mask = legal_mask(mover, opponent)
+    best = 0
+    for house in range(6):
+        if mask & (1 << house):
+            best = max(best, play(mover, opponent, house)[0])
+    return best
+
+
+@njit
+def reference_estimates(boards, weights, out):
+    """out[i] = evaluate(boards[i]) from features read lane by lane and moves played."""
+    count = weights.shape[0] // 2
+    for i in range(boards.shape[0]):
+        mover, opponent = pack(boards[i])
+        values = np.zeros(count)
+        values[0] = 1
+        values[1] = row_seeds(mover) + row_seeds(opponent)
+        values[2] = row_seeds(mover) - row_seeds(opponent)
+        for side, word in enumerate((mover, opponent)):
+            for lane in range(6):
+                seeds = house_seeds(word, lane)
+                values[3 + side] += seeds == 0
+                values[5 + side] += 1 <= seeds <= 2
+                values[7 + side] += seeds >= 12
+        values[9] = reference_threat(mover, opponent)
+        total = 0.0
+        for k in range(count):
+            total += values[k] * (weights[k] + weights[count + k] * (values[1] / 48))
+        out[i] = max(-values[1], min(values[1], np.floor(total + 0.5)))
+
+
 @settings(max_examples=200, deadline=None)
 @given(boards_of(48))
 def test_features_match_the_naive_version(board):
+    mover, opponent = pack(np.array(board, dtype=np.uint8))
+    assert features(mover, opponent).tolist() == naive_features(board)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lapping_boards())
+def test_features_of_boards_that_sow_round_match_the_naive_version(board):
     mover, opponent = pack(np.array(board, dtype=np.uint8))
     assert features(mover, opponent).tolist() == naive_features(board)
 
@@ -89,6 +155,33 @@ def test_evaluate_is_a_rounded_weighted_sum_within_the_seeds(board, weights):
         assert abs(estimate - exact) <= 0.5 + 1e-6
     else:
         assert estimate == max(-seeds, min(seeds, round(exact)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(boards_of(48), lapping_boards()),
+       st.one_of(st.just("shipped"), st.lists(st.floats(-20, 20), min_size=2 * FEATURE_COUNT,
+                                               max_size=2 * FEATURE_COUNT)))
+def test_evaluate_is_exactly_the_formula(board, weights):
+    """Not a rounding off: the estimate is that of the formula, to the seed."""
+    weights = load_weights() if weights == "shipped" else np.array(weights)
+    mover, opponent = pack(np.array(board, dtype=np.uint8))
+    assert evaluate(mover, opponent, weights) == naive_estimate(board, weights)
+
+
+def test_evaluate_matches_the_reference_on_a_big_sample():
+    """Positions from games and random boards (many with big houses), the shipped
+    weights and weights that change with the seeds: the kernel and the reference
+    (moves played, lanes read one by one) give the same estimate everywhere."""
+    rng = np.random.default_rng(16)
+    played = game_positions(4000, seed=5)
+    spread = rng.multinomial(48, np.full(12, 1 / 12), size=200_000)
+    heaped = np.floor(rng.dirichlet(np.full(12, 0.2), size=200_000) * rng.integers(1, 49, size=(200_000, 1)))
+    boards = np.vstack([played, np.minimum(spread, rng.integers(0, 30, size=spread.shape)), heaped]).astype(np.uint8)
+    varying = np.concatenate([load_weights()[:FEATURE_COUNT], rng.normal(0, 2, FEATURE_COUNT)])
+    for weights in (load_weights(), varying):
+        expected = np.empty(boards.shape[0], np.int64)
+        reference_estimates(boards, weights, expected)
+        assert np.array_equal(board_estimates(boards, weights), expected)
 
 
 def test_shipped_weights_load_and_match_their_version():
