@@ -37,7 +37,9 @@ first-cycle scores is exact (see the docstring of `_search` for why). In
 "own" mode the value of a game started at a node differs from its value
 under a longer history, so a proven entry cuts the search only at a node
 just after a capture (no earlier position can come back there); elsewhere
-it orders moves only.
+it orders moves only. A depth-limited entry (an estimate) cuts, as an
+estimate, only just after a capture too: elsewhere it could hide for good a
+proof that a repetition of the line gives.
 
 Exact answers in cyclic layers: a tree search must visit a position once per
 path to prove a draw in a cycle, so proving a value in a large cyclic layer
@@ -190,6 +192,17 @@ def tt_on_split(data: np.uint64) -> bool:
 # The search kernel ---------------------------------------------------------------
 
 
+@njit(cache=True, inline="always")
+def _stored_depth(proven, remaining, horizon):
+    """The depth an entry is stored with: PROVEN, the depth searched, or 0 for
+    an unproven score of a bounds search (horizon leaves at -n or +n: it
+    orders moves, and never cuts, since depth-limited entries cut only at
+    depth 1 or more)."""
+    if proven:
+        return PROVEN
+    return remaining if horizon == 0 else 0
+
+
 @njit(cache=True, nogil=True)
 def _search(
     path_mover, path_opponent, root, depth, split, tt, history,
@@ -294,21 +307,35 @@ def _search(
                 data = tt_probe(tt, tt_mask, mover, opponent)
                 if data != 0:
                     value, bound, stored_depth, tt_move = tt_unpack(data)
-                    # Only proven entries cut: a depth-limited one could hide a
-                    # proof that rests on a repetition of this path (dropping
-                    # those cutoffs cost no measurable speed). In "own" mode a
-                    # proven entry is the value of the game started at this
-                    # node, which the line above may change by repeating, so
-                    # it cuts only right after a capture; elsewhere it orders.
-                    if stored_depth == PROVEN and (split or since_capture[ply] == ply):  # noqa: SIM102 (read apart)
-                        if (
-                            bound == EXACT
-                            or (bound == LOWER and value >= beta[ply])
-                            or (bound == UPPER and value <= alpha[ply])
-                        ):
-                            score = value
-                            score_split = tt_on_split(data)
-                            continue
+                    # Right after a capture no position of the line above can
+                    # come back (they all hold more seeds), so an entry's score
+                    # (stored only when it rests on no repetition above its
+                    # node) is what a search here would find: a proven entry
+                    # cuts as proven, a depth-limited one at least as deep as
+                    # the depth left cuts as an estimate (never proven). In
+                    # "split" mode a proven entry cuts anywhere (the docstring
+                    # says why). Elsewhere entries order moves only: in "own"
+                    # mode a proven score is the value of the game started at
+                    # the node, which the line above may change by repeating;
+                    # and a depth-limited entry cutting there would hide the
+                    # proofs that repetitions of this line give (in a cyclic
+                    # layer, for good: a position met again at many plies).
+                    # Bounds (horizon != 0) cut with proven entries only:
+                    # depth-limited ones hold estimates, not bounds.
+                    fresh = since_capture[ply] == ply
+                    if stored_depth == PROVEN:
+                        cuts = split or fresh
+                    else:
+                        cuts = fresh and horizon == 0 and stored_depth >= max(remaining[ply], 1)
+                    if cuts and (
+                        bound == EXACT
+                        or (bound == LOWER and value >= beta[ply])
+                        or (bound == UPPER and value <= alpha[ply])
+                    ):
+                        score = value
+                        score_proven = stored_depth == PROVEN
+                        score_split = tt_on_split(data)
+                        continue
                 if remaining[ply] <= 0:
                     # horizon 0: the learned estimate (or an even split). +1 / -1:
                     # the worst / best case for the root's mover (-n or +n), which
@@ -389,7 +416,7 @@ def _search(
                 score_repeat = repeat[ply]
                 if score_repeat >= ply:
                     tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, LOWER,
-                             PROVEN if score_proven else remaining[ply], best_move[ply], score_split)
+                             _stored_depth(score_proven, remaining[ply], horizon), best_move[ply], score_split)
                 continue
             proven[ply] = proven[ply] and score_proven
             split_used[ply] = split_used[ply] or score_split
@@ -402,7 +429,7 @@ def _search(
                 if score_repeat >= ply:
                     bound = EXACT if score > alpha0[ply] else UPPER
                     tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, bound,
-                             PROVEN if score_proven else remaining[ply], best_move[ply], score_split)
+                             _stored_depth(score_proven, remaining[ply], horizon), best_move[ply], score_split)
                 continue
             have_result = False
         # Descend into the next move of the node at `ply`.

@@ -491,3 +491,37 @@ def test_tables_are_read_in_the_background_by_default(table_dir):
     assert searcher.wait_for_tables(timeout=300)
     assert searcher.table_layers == list(range(13)) and searcher.left_out == {}
     assert searcher.table_budget > 0
+
+
+def _capture_into_a_searched_layer(tablebase, rng, seeds, table_seeds):
+    """A position of `seeds` seeds, not won by every seed, with a capture whose
+    child is above the tables (so searched, right after a capture):
+    (position, house, captured, child)."""
+    while True:
+        position = random_position(seeds, rng)
+        if position.is_over() or tablebase.value(position) == seeds:
+            continue
+        for move in position.legal_moves():
+            child, captured = position.play_capture(move)
+            if captured and child.seeds > table_seeds and not child.is_over():
+                return position, move, captured, child
+
+
+def test_a_depth_limited_entry_cuts_as_an_estimate_and_never_in_bounds(table_dir, tablebase):
+    """A depth-limited entry right after a capture cuts the search, but its
+    score is an estimate: the value is not exact, and bounds ignore it."""
+    rng = random.Random(3)
+    position, _, captured, child = _capture_into_a_searched_layer(tablebase, rng, 10, 6)
+    searcher = Searcher(table_dir, max_table_seeds=6, threads=1)
+    searcher.search(position, depth=1, cycles="split")  # the table is cleared for this convention
+    mask = np.uint64(searcher.tt.shape[0] - 1)
+    mover, opponent = child.packed()
+    planted = -child.seeds  # the child's mover loses every seed: the capture looks winning
+    tt_store(searcher.tt, mask, mover, opponent, planted, 3, 60, 7)  # EXACT, depth 60, no move
+    result = searcher.search(position, depth=3, cycles="split", bounds=True)
+    assert result.value == captured - planted == position.seeds  # the entry cut: every seed, which is wrong
+    assert not result.exact
+    truth = tablebase.value(position)
+    assert result.lower is not None and result.upper is not None
+    assert result.lower <= truth <= result.upper  # the bounds searched the child
+
