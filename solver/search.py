@@ -69,7 +69,7 @@ from .component import SolvedComponents
 from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
 from .evaluation import evaluate, load_weights
 from .intrinsics import prefetch_row
-from .layers import available_memory, known_value
+from .layers import available_memory, byte_histogram, known_value
 from .limits import MAX_PLY
 from .position import HOUSE_LETTERS, Game, Position, as_position
 from .probe import Tablebase
@@ -607,6 +607,7 @@ class Searcher:
             raise SearchError(f"a transposition table of {hash_mb:g} MiB does not fit in the "
                               f"{available / 2**20:,.0f} MiB of memory available")
         self.tt = np.zeros((entries, 3), dtype=np.uint64)
+        self.tt.fill(0)  # its memory's first touch, here rather than on a search's clock
         self.history = np.zeros((ROW, 49), dtype=np.int64)
         self.component_limit = component_limit
         self.max_table_seeds = index.MAX_SEEDS if max_table_seeds is None else max_table_seeds
@@ -634,6 +635,9 @@ class Searcher:
         _search(path, opponent, 0, 1, True, np.zeros((2, 3), np.uint64), np.zeros((ROW, 49), np.int64),
                 *self._arrays(), 100, np.zeros(1, np.int64), pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0,
                 self.weights)
+        # The background reader's histogram check too: loading its compiled code
+        # holds the GIL (a search's clock and its Python steps wait on it).
+        byte_histogram(np.zeros(1, dtype=np.int8))
 
     # Tables ----------------------------------------------------------------------
 
@@ -844,13 +848,14 @@ class Searcher:
         result = SearchResult(position, cycles)
         result.threads = threads
         if self._tt_cycles != cycles:
-            self.tt[:] = 0
+            if self._tt_cycles is not None:  # (a new table is empty)
+                self.tt[:] = 0
             self._tt_cycles = cycles
         self.history //= 2
 
-        if self._answers_from_tables(position):
+        if self._answers_from_tables(position, timed=time is not None):
             try:
-                return self._from_tables(position, result, started, history, game)
+                return self._from_tables(position, result, started, history, game, end)
             except MissingTableError:
                 pass  # a child layer of a position outside the index is missing: search
         run = _Run(self, position, history, cycles, result, progress, started, threads, end)
@@ -872,10 +877,21 @@ class Searcher:
             self._run = None
         return result
 
-    def _answers_from_tables(self, position):
-        """Whether the root's own table answers it (read from the file when too large to hold)."""
+    def _answers_from_tables(self, position, timed=False):
+        """Whether the root's own table answers it (read from the file when too
+        large to hold; not within a time limit while the background reader
+        runs: a probe of a file waits for HDF5, which the reader holds through
+        each of its reads, and a table answer makes many)."""
         seeds = position.seeds
-        return self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds))
+        if self.tablebase.is_loaded(seeds):
+            return True
+        if timed and self.reading_tables():
+            return False
+        return seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds)
+
+    def reading_tables(self) -> bool:
+        """Whether the background reader is still reading layers into memory."""
+        return self._loader is not None and self._loader.is_alive()
 
     def _component_phase(self, run, position, max_depth, node_budget, deadline):
         """Most values are proven by alpha-beta in a few nodes; a value that rests
@@ -912,15 +928,20 @@ class Searcher:
             result.move = position.legal_moves()[0]
         result.seconds = _time.perf_counter() - run.started
         if result.exact:
-            result._extend = lambda line: self._extend_line(position, line, result.cycles)
+            deadline = None if run.end is None else max(run.end, _time.perf_counter())
+            result._extend = lambda line: self._extend_line(position, line, result.cycles, deadline)
 
-    def _from_tables(self, position, result, started, history, game=None):
-        first = self.tablebase.line(position, max_plies=1)  # a best move that makes progress
+    def _from_tables(self, position, result, started, history, game=None, end=None):
+        # Choosing a winner's move that makes progress ranks the positions
+        # ahead, which can take seconds in a large layer: within a time limit
+        # it is given up at the limit (a capture, else a new position, is played).
+        deadline = None if end is None else end - min(STOP_MARGIN, STOP_MARGIN_SHARE * (end - started))
+        first = self.tablebase.line(position, max_plies=1, deadline=deadline)  # a best move that makes progress
         choice = first.moves[0]
         if result.cycles == "own" and game is not None:
             # Perfect play with the true rule over the game played: a move that
             # repeats a position of the game ends it (Tablebase.best_move).
-            chosen = self.tablebase.best_move(game)
+            chosen = self.tablebase.best_move(game, deadline=deadline)
             assert chosen is not None, "best_move returns None only when asked for no progress"
             if chosen.rule == "true":  # it ends the game (a repetition, 25 seeds, 24-24)
                 result.value = result.lower = result.upper = chosen.value
@@ -941,25 +962,34 @@ class Searcher:
         result.move = choice
         result.source = "table"
         result.line = [choice]
-        if choice == first.moves[0]:
-            result._extend = lambda line: self.tablebase.line(position, max_plies=MAX_PLY).moves
-        else:
-            child = position.play(choice)
-            result._extend = lambda line: [choice] + ([] if child.is_over() else
-                                                      self.tablebase.line(child, max_plies=MAX_PLY - 1).moves)
+        # The rest of the line is worked out when asked for, within the search's
+        # time limit if it had one (a line cut there keeps at least the move).
+        child = position.play(choice)
+
+        def extend(line):
+            whole = self.tablebase.line(position, max_plies=MAX_PLY, deadline=deadline).moves
+            if whole[:1] == [choice]:
+                return whole
+            return [choice] + ([] if child.is_over() else
+                               self.tablebase.line(child, max_plies=MAX_PLY - 1, deadline=deadline).moves)
+
+        result._extend = extend
         result.seconds = _time.perf_counter() - started
         return result
 
-    def _extend_line(self, position, line, cycles):
+    def _extend_line(self, position, line, cycles, deadline=None):
         """Continue an exact principal line with best moves by known values until
-        it leaves what is known, repeats, ends, or reaches MAX_PLY plies."""
+        it leaves what is known, repeats, ends, reaches MAX_PLY plies or the
+        clock passes `deadline`."""
         game = Game(position)
         for move in line:
             game.play(move)
         while not game.is_over() and len(line) < MAX_PLY:
+            if deadline is not None and _time.perf_counter() > deadline:
+                break
             current = game.position
             if self.tablebase.is_loaded(current.seeds):
-                line = line + self.tablebase.line(current, max_plies=MAX_PLY - len(line)).moves
+                line = line + self.tablebase.line(current, max_plies=MAX_PLY - len(line), deadline=deadline).moves
                 break
             scored = []
             for move in current.legal_moves():
