@@ -41,6 +41,11 @@ it orders moves only. A depth-limited entry (an estimate) cuts, as an
 estimate, only just after a capture too: elsewhere it could hide for good a
 proof that a repetition of the line gives.
 
+Lazy SMP: helper threads deepen one or two plies ahead of the main thread on
+the shared transposition table; a helper that finishes the depth the main
+thread is on (or a deeper one) hands its result over and the main thread
+goes on from there.
+
 Exact answers in cyclic layers: a tree search must visit a position once per
 path to prove a draw in a cycle, so proving a value in a large cyclic layer
 by alpha-beta alone can take exponential time. In "split" mode, when every
@@ -96,7 +101,9 @@ STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microsecond
 STOP = 0  # control[STOP] != 0: every kernel of the search returns at its next check
 MAX_GROWTH = 4.0  # most an iteration is predicted to grow over the last (their ratio is noisy when short)
 STOP_MARGIN, STOP_MARGIN_SHARE = 0.010, 0.02  # the stop flag is set this much before the end (seconds, share)
-STOPPED, EXPIRED = 1, 2  # control[STOP]: the search is over; this deepening's deadline passed
+# control[STOP]: the search is over; this deepening's deadline passed; a helper
+# finished the depth the main thread is searching (or a deeper one)
+STOPPED, EXPIRED, SUPERSEDED = 1, 2, 3
 
 # Transposition table ---------------------------------------------------------
 # One entry is three words: the two position words (the whole key, so no
@@ -1038,6 +1045,9 @@ class _Run:
         self.control = np.zeros(1, dtype=np.int64)
         self.helper_control = np.zeros(1, dtype=np.int64)
         self.helper_nodes = [0] * (threads - 1)
+        self.stopped = False  # stop() was called: the search is over
+        self.published: tuple[int, int, bool, bool, list[int]] | None = None  # a helper's finished iteration
+        self._lock = threading.Lock()  # published and the SUPERSEDED flag
         self.timer = None
         self.end = end
         if end is not None:
@@ -1049,6 +1059,7 @@ class _Run:
             self.timer.start()
 
     def stop(self):
+        self.stopped = True  # first: a helper's SUPERSEDED never hides it (_adopt)
         self.control[STOP] = STOPPED
         self.helper_control[STOP] = STOPPED
 
@@ -1088,6 +1099,7 @@ class _Run:
             self.helper_control[STOP] = STOPPED
             for helper in helpers:
                 helper.join()
+            self._adopt(MAX_PLY + 1, False)  # a helper that finished after the main thread: too late
             if soft is not None:
                 soft.cancel()
                 soft.join()
@@ -1101,7 +1113,8 @@ class _Run:
         main_nodes = 0
         spent: list[float] = []  # seconds of this deepening's iterations
         layers_in = self._layers_in()
-        while self.next_depth <= max_depth and not self.control[STOP]:
+        # SUPERSEDED stops the main kernel only: the loop goes on to adopt (_adopt).
+        while self.next_depth <= max_depth and self.control[STOP] in (0, SUPERSEDED):
             if self._layers_in() > layers_in:
                 # Tables arrived from the background reader: a shallow iteration
                 # may now prove what the deep ones could not. The entries stored
@@ -1120,18 +1133,22 @@ class _Run:
             tick = _time.perf_counter()
             score, proven, used, aborted, on_split = self._kernel(
                 self.path_mover, self.path_opponent, iteration, budget, self.control, self.pv, self.pv_length)
-            seconds = _time.perf_counter() - tick
             main_nodes += int(used)
-            if aborted:
+            houses = [int(h) for h in self.pv[root, : self.pv_length[root]]]
+            adopted = self._adopt(iteration, aborted)
+            if adopted is not None:
+                iteration, score, proven, on_split, houses = adopted
+            elif aborted:
                 break
+            seconds = _time.perf_counter() - tick
             spent.append(seconds)
-            self.next_depth += 1
+            self.next_depth = iteration + 1
             result.value = int(score)
             result.exact = bool(proven)
             if not self.split:
                 result.rule = "split" if on_split else "true"
             result.depth = iteration
-            self.houses = [int(h) for h in self.pv[root, : self.pv_length[root]]]
+            self.houses = houses
             result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]
             result.iterations.append((iteration, int(score), bool(proven), int(used), seconds))
             if self.progress is not None:
@@ -1140,6 +1157,31 @@ class _Run:
             if proven:
                 break
         result.nodes += main_nodes
+
+    def _adopt(self, iteration, aborted):
+        """A helper's finished iteration to take instead of the main thread's
+        (deeper than it, or as deep when the main one was cut short for it):
+        (depth, score, proven, on_split, houses), or None. Clears the flag by
+        which the helper cut the main kernel short."""
+        with self._lock:
+            if self.control[STOP] == SUPERSEDED:
+                self.control[STOP] = STOPPED if self.stopped else 0
+            found, self.published = self.published, None
+        if found is None or found[0] < iteration or (found[0] == iteration and not aborted):
+            return None
+        return found
+
+    def _publish(self, depth, score, proven, on_split, pv, pv_length):
+        """A helper finished `depth`: when that is at least the depth the main
+        thread is searching, hand the result over and cut the main kernel
+        short, so that the main thread goes on from there."""
+        with self._lock:
+            if depth < self.next_depth or (self.published is not None and depth <= self.published[0]):
+                return
+            houses = [int(h) for h in pv[self.root, : pv_length[self.root]]]
+            self.published = (depth, int(score), bool(proven), bool(on_split), houses)
+            if self.control[STOP] == 0:
+                self.control[STOP] = SUPERSEDED
 
     def _layers_in(self) -> int:
         """How many layers the search's tables hold now."""
@@ -1153,10 +1195,13 @@ class _Run:
         done = 0
         while not self.helper_control[STOP] and done < max_depth:
             depth = min(max_depth, max(done + 1, self.next_depth + 1 + helper % 2))
-            _, proven, used, aborted, _ = self._kernel(path_mover, path_opponent, depth, 1 << 62,
-                                                       self.helper_control, pv, pv_length)
+            score, proven, used, aborted, on_split = self._kernel(path_mover, path_opponent, depth, 1 << 62,
+                                                                  self.helper_control, pv, pv_length)
             self.helper_nodes[helper] += int(used)
-            if aborted or proven:
+            if aborted:
+                return
+            self._publish(depth, score, proven, on_split, pv, pv_length)
+            if proven:
                 return
             done = depth
 

@@ -202,9 +202,13 @@ def test_split_search_one_layer_above_the_tables_is_exact(tablebase, searchers, 
 def test_deep_positions_give_estimates_within_the_limits(table_dir):
     searcher = Searcher(table_dir, max_table_seeds=12)
     start = Position.initial()
-    result = searcher.search(start, depth=7)
+    result = searcher.search(start, depth=7, threads=1)
     assert result.depth == 7 and not result.exact and result.move in start.legal_moves()
     assert [it[0] for it in result.iterations] == list(range(1, 8))
+    # With a helper, a depth it finishes first is taken over: the depths still rise to 7.
+    helped = searcher.search(start, depth=7, threads=2)
+    depths = [it[0] for it in helped.iterations]
+    assert depths == sorted(set(depths)) and depths[-1] == helped.depth == 7 and not helped.exact
     assert len(result.line) == 7 and result.line[0] == result.move
     game = Game(start)
     for move in result.line:  # the principal line is legal
@@ -525,3 +529,29 @@ def test_a_depth_limited_entry_cuts_as_an_estimate_and_never_in_bounds(table_dir
     assert result.lower is not None and result.upper is not None
     assert result.lower <= truth <= result.upper  # the bounds searched the child
 
+
+def test_a_helper_hands_a_deeper_iteration_to_the_main_thread(table_dir):
+    """A helper's finished depth at or beyond the main thread's is adopted,
+    and its flag never hides a stop."""
+    from solver.search import STOP, STOPPED, SUPERSEDED, SearchResult, _Run
+
+    position = Position.initial()
+    searcher = Searcher(table_dir, max_table_seeds=6, threads=2)
+    run = _Run(searcher, position, None, "own", SearchResult(position, "own"), None, 0.0, 2, None)
+    pv, pv_length = np.zeros_like(run.pv), np.zeros_like(run.pv_length)
+    pv[0, :3], pv_length[0] = [5, 2, 0], 3
+    run.next_depth = 4
+    run._publish(3, 1, False, False, pv, pv_length)  # shallower than the main thread's
+    assert run.published is None and run.control[STOP] == 0
+    run._publish(5, 2, False, True, pv, pv_length)
+    assert run.control[STOP] == SUPERSEDED
+    assert run._adopt(4, True) == (5, 2, False, True, [5, 2, 0])
+    assert run.control[STOP] == 0 and run.published is None
+    run._publish(6, 0, True, False, pv, pv_length)
+    assert run._adopt(6, False) is None  # the main thread finished that depth itself
+    run._publish(7, 0, False, False, pv, pv_length)
+    run.stop()
+    run.control[STOP] = SUPERSEDED  # a helper that wrote its flag just after the stop
+    assert run._adopt(7, True) is not None
+    assert run.control[STOP] == STOPPED
+    run.close()
