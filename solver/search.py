@@ -77,7 +77,7 @@ from .intrinsics import prefetch_row
 from .layers import available_memory, byte_histogram, known_value
 from .limits import MAX_PLY
 from .position import HOUSE_LETTERS, Game, Position, as_position
-from .probe import Tablebase
+from .probe import WHOLE_LAYER_LIMIT, Tablebase
 from .report import EndReason, MoveValue, Outcome, Rule, ended_value
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 
@@ -622,6 +622,7 @@ class Searcher:
         self.components = SolvedComponents()
         self._run: _Run | None = None  # the search in progress, which stop() stops
         self._loader: threading.Thread | None = None
+        self._coming: set[int] = set()  # layers the background reader is to read
         # {layer: the error}: damaged or swapped layers the search does without
         self.left_out: dict[int, Exception] = {}
         self.table_budget: int | None = None  # bytes of tables to read, when chosen by bytes
@@ -672,6 +673,7 @@ class Searcher:
         # layer arrives sees each layer absent or whole (its `loaded` flag is
         # set after its values are in and checked).
         self._load(wanted[0])
+        self._coming = set(wanted[1:])
         self._loader = threading.Thread(target=self._load_in_background, args=(wanted[1:],),
                                         name="awele-tables", daemon=True)
         _LOADERS.add(self._loader)
@@ -860,7 +862,7 @@ class Searcher:
             self._tt_cycles = cycles
         self.history //= 2
 
-        if self._answers_from_tables(position, timed=time is not None):
+        if self._answers_from_tables(position, None if end is None else started + time / 2):
             try:
                 return self._from_tables(position, result, started, history, game, end)
             except MissingTableError:
@@ -884,21 +886,31 @@ class Searcher:
             self._run = None
         return result
 
-    def _answers_from_tables(self, position, timed=False):
+    def _answers_from_tables(self, position, wait_until=None):
         """Whether the root's own table answers it (read from the file when too
-        large to hold; not within a time limit while the background reader
-        runs: a probe of a file waits for HDF5, which the reader holds through
-        each of its reads, and a table answer makes many)."""
+        large to hold). Within a time limit (`wait_until` given), only when
+        tables_answer_in_time(seeds, wait_until)."""
         seeds = position.seeds
-        if self.tablebase.is_loaded(seeds):
-            return True
-        if timed and self.reading_tables():
+        if wait_until is not None and not self.tables_answer_in_time(seeds, wait_until):
             return False
-        return seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds)
+        return self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds))
 
     def reading_tables(self) -> bool:
         """Whether the background reader is still reading layers into memory."""
         return self._loader is not None and self._loader.is_alive()
+
+    def tables_answer_in_time(self, seeds: int, deadline: float) -> bool:
+        """Whether a root of `seeds` seeds can be answered from the tables within
+        a time limit: its layer is in memory, or no background reader runs, or
+        the layer is small (read whole at its first probe, as the reader,
+        smallest first, would soon), or the reader brings it in by `deadline`
+        (time.perf_counter(), waited for). Otherwise probes of its file would
+        wait for HDF5, which the reader holds through each of its reads."""
+        if self.tablebase.is_loaded(seeds) or not self.reading_tables() or index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
+            return True
+        if seeds in self._coming:
+            self._wait_for_layers([seeds], deadline)
+        return self.tablebase.is_loaded(seeds)
 
     def _component_phase(self, run, position, max_depth, node_budget, deadline):
         """Most values are proven by alpha-beta in a few nodes; a value that rests

@@ -531,8 +531,10 @@ class UciEngine:
         tablebase = searcher.tablebase
         max_table_seeds = options["maxtableseeds"] if options["usetables"] else -1
         # Within a time limit a layer not in memory yet is not probed from its file
-        # while the background reader runs (each probe would wait on its reads).
-        reading = limits.time is not None and searcher.reading_tables() and not tablebase.is_loaded(position.seeds)
+        # while the background reader runs (each probe would wait on its reads):
+        # the reader's copy is waited for, up to half the time.
+        reading = limits.time is not None and not searcher.tables_answer_in_time(position.seeds,
+                                                                                 started + limits.time / 2)
         if options["usetables"] and tablebase.has_layer(position.seeds) and not reading and (
                 max_table_seeds < 0 or position.seeds <= max_table_seeds):
             try:
