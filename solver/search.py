@@ -862,7 +862,7 @@ class Searcher:
             self._tt_cycles = cycles
         self.history //= 2
 
-        if self._answers_from_tables(position, None if end is None else started + time / 2):
+        if self._answers_from_tables(position, None if time is None else started + time / 2):
             try:
                 return self._from_tables(position, result, started, history, game, end)
             except MissingTableError:
