@@ -1,10 +1,11 @@
 """How well a search keeps its time: the overrun distribution over many timed
 searches, JSON out.
 
-    python benchmarks/time_keeping.py [--dir DIR] [--time 0.2] [--searches 100] [--threads N]
+    python benchmarks/time_keeping.py [--dir DIR] [--time 0.2] [--searches 100] [--threads N] [--max-plies 60]
 
 Each search is given `--time` seconds on a position from a game of random
-moves (seeded, 0..60 plies from the opening, never over) with its history;
+moves (seeded, 0..max-plies plies from the opening, never over) with its
+history (more plies reach the tables' layers, answered from them);
 its time is read around Searcher.search, outside the search. The overrun is
 that time minus the budget; the target is a worst overrun under 5% of the
 budget plus 20 ms. Tables of 0..table-seeds seeds are read into memory
@@ -47,15 +48,22 @@ def main():
     parser.add_argument("--searches", type=int, default=100)
     parser.add_argument("--threads", type=int, default=None, help="search threads (default: every core)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-plies", type=int, default=60, help="longest random game before a search")
+    parser.add_argument("--background", action="store_true",
+                        help="read the tables as `awele play` and `awele uci` do: in the background, as many as "
+                             "fit in the default share of memory, while the searches run (--table-seeds unused)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="awele-time-") as scratch:
         directory = args.dir or scratch
         if args.dir is None:
             builder.build(args.table_seeds, directory)
-        searcher = Searcher(directory, max_table_seeds=args.table_seeds, threads=args.threads)
+        if args.background:
+            searcher = Searcher(directory, threads=args.threads)
+        else:
+            searcher = Searcher(directory, max_table_seeds=args.table_seeds, threads=args.threads)
         rows = []
-        for game in random_games(args.searches, args.seed):
+        for game in random_games(args.searches, args.seed, args.max_plies):
             started = time.perf_counter()
             result = searcher.search(game, time=args.time, cycles="own")
             seconds = time.perf_counter() - started
@@ -75,6 +83,7 @@ def main():
         "over_limit": sum(1 for x in overruns if x > limit),
         "median_seconds": statistics.median(row["seconds"] for row in rows),
         "answered_from_tables": sum(1 for row in rows if row["source"] == "table"),
+        "tables_in_memory": searcher.table_layers,
         "rows": rows,
     }
     print(json.dumps(summary, indent=2))

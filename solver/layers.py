@@ -209,7 +209,7 @@ def known_value(
     return NOT_TERMINAL
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def byte_histogram(values: np.ndarray) -> np.ndarray:
     """Counts of each byte value (index: the byte as unsigned) of an int8
     array, without the 8-bytes-a-position temporary np.bincount would make."""

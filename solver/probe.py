@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from types import TracebackType
 from typing import Any, cast
 
@@ -92,7 +93,10 @@ class Tablebase:
         self.directory = directory or tables.default_directory()
         self._readers: dict[int, tables.ChunkReader] = {}
         self._store = LayerStore(0)  # the layers read whole, as the builder holds them
-        self._lock = threading.RLock()  # loads, the store's growth, the readers
+        self._lock = threading.RLock()  # loads, the store's growth
+        # The readers have a lock of their own: a single probe (a search's root
+        # answered from a big layer's file) never waits for a layer being read whole.
+        self._readers_lock = threading.Lock()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -109,7 +113,7 @@ class Tablebase:
     def close(self) -> None:
         """Close the open files and drop the loaded layers; probes after this
         (or running in other threads) raise TablebaseClosedError."""
-        with self._lock:
+        with self._lock, self._readers_lock:
             self._closed = True
             for reader in self._readers.values():
                 reader.close()
@@ -179,7 +183,7 @@ class Tablebase:
         if index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
             store = self._loaded_store(seeds)
             return int(store.flat[store.starts[seeds] + rank])
-        with self._lock:
+        with self._readers_lock:
             self._check_open()
             reader = self._readers.get(seeds)
             if reader is None:
@@ -292,7 +296,8 @@ class Tablebase:
             moves.append(m)
         return moves
 
-    def best_move(self, game: Game | Position | str, progress: bool = True) -> MoveValue | None:
+    def best_move(self, game: Game | Position | str, progress: bool = True,
+                  deadline: float | None = None) -> MoveValue | None:
         """Perfect play's move in the game's position under the true
         repetition rule over the game (game_moves), as a MoveValue.
 
@@ -304,8 +309,9 @@ class Tablebase:
         game going. With
         `progress` False that last choice, which ranks the positions ahead
         and can take long in a large layer read from disk, is not made: None
-        is returned when it is needed. Raises GameOverError when the game is
-        over and MissingTableError when a layer is missing.
+        is returned when it is needed; `deadline` bounds its time (see line).
+        Raises GameOverError when the game is over and MissingTableError when
+        a layer is missing.
         """
         game = game if isinstance(game, Game) else Game(as_position(game))
         if game.is_over():
@@ -322,7 +328,7 @@ class Tablebase:
             if len(candidates) > 1:
                 if not progress:
                     return None
-                chosen = self.line(game.position, max_plies=1).moves[0]
+                chosen = self.line(game.position, max_plies=1, deadline=deadline).moves[0]
                 return next((m for m in candidates if m.move == chosen), candidates[0])
             return candidates[0]
         # No progress to make: a loser or a drawer prefers to keep the game going.
@@ -393,7 +399,7 @@ class Tablebase:
                                    for house, captured, value in moves if value == best])
         return edges
 
-    def _progress(self, board, limit=200_000):
+    def _progress(self, board, limit=200_000, deadline=None):
         """Attractor ranks toward leaving the layer, for the side winning `board`.
 
         In a won position (d > 0) perfect play must still make progress: a
@@ -416,7 +422,7 @@ class Tablebase:
         so are looked up, not the whole graph of best moves, which in a large
         layer read a chunk at a time takes minutes. Returns {board: rank} of
         the ranked positions, or None when more than `limit` positions would
-        be explored.
+        be explored or the clock passes `deadline` (time.perf_counter()).
         """
         root = tuple(int(x) for x in board)
         value, _ = self._best_edges([root])[root]
@@ -429,7 +435,7 @@ class Tablebase:
         ranked_at = 0
         again_at = None  # the radius at which to rank again: the root's rank so far
         while level:
-            if len(nodes) + len(level) > limit:
+            if len(nodes) + len(level) > limit or (deadline is not None and time.perf_counter() > deadline):
                 return None
             for node, (_, edges) in self._best_edges(list(level)).items():
                 nodes[node] = (level[node], edges)
@@ -457,7 +463,7 @@ class Tablebase:
                     again_at = rank[root]
         return rank
 
-    def line(self, position: Position | str, max_plies: int = 200) -> Line:
+    def line(self, position: Position | str, max_plies: int = 200, deadline: float | None = None) -> Line:
         """The perfect-play line from `position` as a Line.
 
         Both sides play best moves. The winning side plays toward leaving the
@@ -466,6 +472,11 @@ class Tablebase:
         the rules: rules 5 and 6, 25 seeds, 24-24, or the true repetition rule
         (a position met a second time ends the game, each side taking the
         seeds on its own side), or after max_plies.
+
+        `deadline` (time.perf_counter()) bounds the time spent: past it, the
+        ranking toward leaving the layer is given up (the winner's choice is
+        then a capture, else a position not yet met, else the first best
+        move), and the line ends after the move being chosen (PLY_LIMIT).
         """
         position = as_position(position)
         if position.is_over():
@@ -478,13 +489,15 @@ class Tablebase:
         progress = None
         progress_side = None
         while not game.is_over() and len(line.moves) < max_plies:
+            if line.moves and deadline is not None and time.perf_counter() > deadline:
+                break
             current = game.position
             board = tuple(int(x) for x in current.mover_board())
             moves = self.moves(current)
             best = max(cast(int, m.value) for m in moves)  # the tables' values are exact
             candidates = [m for m in moves if m.value == best]
             if best > 0 and (progress is None or board not in progress or progress_side != current.to_move):
-                progress = self._progress(board)
+                progress = self._progress(board, deadline=deadline)
                 progress_side = current.to_move
             seen = {p.key() for p in game.positions}
 

@@ -37,7 +37,14 @@ first-cycle scores is exact (see the docstring of `_search` for why). In
 "own" mode the value of a game started at a node differs from its value
 under a longer history, so a proven entry cuts the search only at a node
 just after a capture (no earlier position can come back there); elsewhere
-it orders moves only.
+it orders moves only. A depth-limited entry (an estimate) cuts, as an
+estimate, only just after a capture too: elsewhere it could hide for good a
+proof that a repetition of the line gives.
+
+Lazy SMP: helper threads deepen one or two plies ahead of the main thread on
+the shared transposition table; a helper that finishes the depth the main
+thread is on (or a deeper one) hands its result over and the main thread
+goes on from there.
 
 Exact answers in cyclic layers: a tree search must visit a position once per
 path to prove a draw in a cycle, so proving a value in a large cyclic layer
@@ -67,10 +74,10 @@ from .component import SolvedComponents
 from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
 from .evaluation import evaluate, load_weights
 from .intrinsics import prefetch_row
-from .layers import available_memory, known_value
+from .layers import available_memory, byte_histogram, known_value
 from .limits import MAX_PLY
 from .position import HOUSE_LETTERS, Game, Position, as_position
-from .probe import Tablebase
+from .probe import WHOLE_LAYER_LIMIT, Tablebase
 from .report import EndReason, MoveValue, Outcome, Rule, ended_value
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 
@@ -94,7 +101,9 @@ STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microsecond
 STOP = 0  # control[STOP] != 0: every kernel of the search returns at its next check
 MAX_GROWTH = 4.0  # most an iteration is predicted to grow over the last (their ratio is noisy when short)
 STOP_MARGIN, STOP_MARGIN_SHARE = 0.010, 0.02  # the stop flag is set this much before the end (seconds, share)
-STOPPED, EXPIRED = 1, 2  # control[STOP]: the search is over; this deepening's deadline passed
+# control[STOP]: the search is over; this deepening's deadline passed; a helper
+# finished the depth the main thread is searching (or a deeper one)
+STOPPED, EXPIRED, SUPERSEDED = 1, 2, 3
 
 # Transposition table ---------------------------------------------------------
 # One entry is three words: the two position words (the whole key, so no
@@ -188,6 +197,17 @@ def tt_on_split(data: np.uint64) -> bool:
 
 
 # The search kernel ---------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _stored_depth(proven, remaining, horizon):
+    """The depth an entry is stored with: PROVEN, the depth searched, or 0 for
+    an unproven score of a bounds search (horizon leaves at -n or +n: it
+    orders moves, and never cuts, since depth-limited entries cut only at
+    depth 1 or more)."""
+    if proven:
+        return PROVEN
+    return remaining if horizon == 0 else 0
 
 
 @njit(cache=True, nogil=True)
@@ -294,21 +314,35 @@ def _search(
                 data = tt_probe(tt, tt_mask, mover, opponent)
                 if data != 0:
                     value, bound, stored_depth, tt_move = tt_unpack(data)
-                    # Only proven entries cut: a depth-limited one could hide a
-                    # proof that rests on a repetition of this path (dropping
-                    # those cutoffs cost no measurable speed). In "own" mode a
-                    # proven entry is the value of the game started at this
-                    # node, which the line above may change by repeating, so
-                    # it cuts only right after a capture; elsewhere it orders.
-                    if stored_depth == PROVEN and (split or since_capture[ply] == ply):  # noqa: SIM102 (read apart)
-                        if (
-                            bound == EXACT
-                            or (bound == LOWER and value >= beta[ply])
-                            or (bound == UPPER and value <= alpha[ply])
-                        ):
-                            score = value
-                            score_split = tt_on_split(data)
-                            continue
+                    # Right after a capture no position of the line above can
+                    # come back (they all hold more seeds), so an entry's score
+                    # (stored only when it rests on no repetition above its
+                    # node) is what a search here would find: a proven entry
+                    # cuts as proven, a depth-limited one at least as deep as
+                    # the depth left cuts as an estimate (never proven). In
+                    # "split" mode a proven entry cuts anywhere (the docstring
+                    # says why). Elsewhere entries order moves only: in "own"
+                    # mode a proven score is the value of the game started at
+                    # the node, which the line above may change by repeating;
+                    # and a depth-limited entry cutting there would hide the
+                    # proofs that repetitions of this line give (in a cyclic
+                    # layer, for good: a position met again at many plies).
+                    # Bounds (horizon != 0) cut with proven entries only:
+                    # depth-limited ones hold estimates, not bounds.
+                    fresh = since_capture[ply] == ply
+                    if stored_depth == PROVEN:
+                        cuts = split or fresh
+                    else:
+                        cuts = fresh and horizon == 0 and stored_depth >= max(remaining[ply], 1)
+                    if cuts and (
+                        bound == EXACT
+                        or (bound == LOWER and value >= beta[ply])
+                        or (bound == UPPER and value <= alpha[ply])
+                    ):
+                        score = value
+                        score_proven = stored_depth == PROVEN
+                        score_split = tt_on_split(data)
+                        continue
                 if remaining[ply] <= 0:
                     # horizon 0: the learned estimate (or an even split). +1 / -1:
                     # the worst / best case for the root's mover (-n or +n), which
@@ -389,7 +423,7 @@ def _search(
                 score_repeat = repeat[ply]
                 if score_repeat >= ply:
                     tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, LOWER,
-                             PROVEN if score_proven else remaining[ply], best_move[ply], score_split)
+                             _stored_depth(score_proven, remaining[ply], horizon), best_move[ply], score_split)
                 continue
             proven[ply] = proven[ply] and score_proven
             split_used[ply] = split_used[ply] or score_split
@@ -402,7 +436,7 @@ def _search(
                 if score_repeat >= ply:
                     bound = EXACT if score > alpha0[ply] else UPPER
                     tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, bound,
-                             PROVEN if score_proven else remaining[ply], best_move[ply], score_split)
+                             _stored_depth(score_proven, remaining[ply], horizon), best_move[ply], score_split)
                 continue
             have_result = False
         # Descend into the next move of the node at `ply`.
@@ -580,6 +614,7 @@ class Searcher:
             raise SearchError(f"a transposition table of {hash_mb:g} MiB does not fit in the "
                               f"{available / 2**20:,.0f} MiB of memory available")
         self.tt = np.zeros((entries, 3), dtype=np.uint64)
+        self.tt.fill(0)  # its memory's first touch, here rather than on a search's clock
         self.history = np.zeros((ROW, 49), dtype=np.int64)
         self.component_limit = component_limit
         self.max_table_seeds = index.MAX_SEEDS if max_table_seeds is None else max_table_seeds
@@ -587,6 +622,7 @@ class Searcher:
         self.components = SolvedComponents()
         self._run: _Run | None = None  # the search in progress, which stop() stops
         self._loader: threading.Thread | None = None
+        self._coming: set[int] = set()  # layers the background reader is to read
         # {layer: the error}: damaged or swapped layers the search does without
         self.left_out: dict[int, Exception] = {}
         self.table_budget: int | None = None  # bytes of tables to read, when chosen by bytes
@@ -607,6 +643,9 @@ class Searcher:
         _search(path, opponent, 0, 1, True, np.zeros((2, 3), np.uint64), np.zeros((ROW, 49), np.int64),
                 *self._arrays(), 100, np.zeros(1, np.int64), pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0,
                 self.weights)
+        # The background reader's histogram check too: loading its compiled code
+        # holds the GIL (a search's clock and its Python steps wait on it).
+        byte_histogram(np.zeros(1, dtype=np.int8))
 
     # Tables ----------------------------------------------------------------------
 
@@ -634,6 +673,7 @@ class Searcher:
         # layer arrives sees each layer absent or whole (its `loaded` flag is
         # set after its values are in and checked).
         self._load(wanted[0])
+        self._coming = set(wanted[1:])
         self._loader = threading.Thread(target=self._load_in_background, args=(wanted[1:],),
                                         name="awele-tables", daemon=True)
         _LOADERS.add(self._loader)
@@ -817,13 +857,14 @@ class Searcher:
         result = SearchResult(position, cycles)
         result.threads = threads
         if self._tt_cycles != cycles:
-            self.tt[:] = 0
+            if self._tt_cycles is not None:  # (a new table is empty)
+                self.tt[:] = 0
             self._tt_cycles = cycles
         self.history //= 2
 
-        if self._answers_from_tables(position):
+        if self._answers_from_tables(position, None if time is None else started + time / 2):
             try:
-                return self._from_tables(position, result, started, history, game)
+                return self._from_tables(position, result, started, history, game, end)
             except MissingTableError:
                 pass  # a child layer of a position outside the index is missing: search
         run = _Run(self, position, history, cycles, result, progress, started, threads, end)
@@ -845,10 +886,31 @@ class Searcher:
             self._run = None
         return result
 
-    def _answers_from_tables(self, position):
-        """Whether the root's own table answers it (read from the file when too large to hold)."""
+    def _answers_from_tables(self, position, wait_until=None):
+        """Whether the root's own table answers it (read from the file when too
+        large to hold). Within a time limit (`wait_until` given), only when
+        tables_answer_in_time(seeds, wait_until)."""
         seeds = position.seeds
+        if wait_until is not None and not self.tables_answer_in_time(seeds, wait_until):
+            return False
         return self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds))
+
+    def reading_tables(self) -> bool:
+        """Whether the background reader is still reading layers into memory."""
+        return self._loader is not None and self._loader.is_alive()
+
+    def tables_answer_in_time(self, seeds: int, deadline: float) -> bool:
+        """Whether a root of `seeds` seeds can be answered from the tables within
+        a time limit: its layer is in memory, or no background reader runs, or
+        the layer is small (read whole at its first probe, as the reader,
+        smallest first, would soon), or the reader brings it in by `deadline`
+        (time.perf_counter(), waited for). Otherwise probes of its file would
+        wait for HDF5, which the reader holds through each of its reads."""
+        if self.tablebase.is_loaded(seeds) or not self.reading_tables() or index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
+            return True
+        if seeds in self._coming:
+            self._wait_for_layers([seeds], deadline)
+        return self.tablebase.is_loaded(seeds)
 
     def _component_phase(self, run, position, max_depth, node_budget, deadline):
         """Most values are proven by alpha-beta in a few nodes; a value that rests
@@ -885,15 +947,20 @@ class Searcher:
             result.move = position.legal_moves()[0]
         result.seconds = _time.perf_counter() - run.started
         if result.exact:
-            result._extend = lambda line: self._extend_line(position, line, result.cycles)
+            deadline = None if run.end is None else max(run.end, _time.perf_counter())
+            result._extend = lambda line: self._extend_line(position, line, result.cycles, deadline)
 
-    def _from_tables(self, position, result, started, history, game=None):
-        first = self.tablebase.line(position, max_plies=1)  # a best move that makes progress
+    def _from_tables(self, position, result, started, history, game=None, end=None):
+        # Choosing a winner's move that makes progress ranks the positions
+        # ahead, which can take seconds in a large layer: within a time limit
+        # it is given up at the limit (a capture, else a new position, is played).
+        deadline = None if end is None else end - min(STOP_MARGIN, STOP_MARGIN_SHARE * (end - started))
+        first = self.tablebase.line(position, max_plies=1, deadline=deadline)  # a best move that makes progress
         choice = first.moves[0]
         if result.cycles == "own" and game is not None:
             # Perfect play with the true rule over the game played: a move that
             # repeats a position of the game ends it (Tablebase.best_move).
-            chosen = self.tablebase.best_move(game)
+            chosen = self.tablebase.best_move(game, deadline=deadline)
             assert chosen is not None, "best_move returns None only when asked for no progress"
             if chosen.rule == "true":  # it ends the game (a repetition, 25 seeds, 24-24)
                 result.value = result.lower = result.upper = chosen.value
@@ -914,25 +981,34 @@ class Searcher:
         result.move = choice
         result.source = "table"
         result.line = [choice]
-        if choice == first.moves[0]:
-            result._extend = lambda line: self.tablebase.line(position, max_plies=MAX_PLY).moves
-        else:
-            child = position.play(choice)
-            result._extend = lambda line: [choice] + ([] if child.is_over() else
-                                                      self.tablebase.line(child, max_plies=MAX_PLY - 1).moves)
+        # The rest of the line is worked out when asked for, within the search's
+        # time limit if it had one (a line cut there keeps at least the move).
+        child = position.play(choice)
+
+        def extend(line):
+            whole = self.tablebase.line(position, max_plies=MAX_PLY, deadline=deadline).moves
+            if whole[:1] == [choice]:
+                return whole
+            return [choice] + ([] if child.is_over() else
+                               self.tablebase.line(child, max_plies=MAX_PLY - 1, deadline=deadline).moves)
+
+        result._extend = extend
         result.seconds = _time.perf_counter() - started
         return result
 
-    def _extend_line(self, position, line, cycles):
+    def _extend_line(self, position, line, cycles, deadline=None):
         """Continue an exact principal line with best moves by known values until
-        it leaves what is known, repeats, ends, or reaches MAX_PLY plies."""
+        it leaves what is known, repeats, ends, reaches MAX_PLY plies or the
+        clock passes `deadline`."""
         game = Game(position)
         for move in line:
             game.play(move)
         while not game.is_over() and len(line) < MAX_PLY:
+            if deadline is not None and _time.perf_counter() > deadline:
+                break
             current = game.position
             if self.tablebase.is_loaded(current.seeds):
-                line = line + self.tablebase.line(current, max_plies=MAX_PLY - len(line)).moves
+                line = line + self.tablebase.line(current, max_plies=MAX_PLY - len(line), deadline=deadline).moves
                 break
             scored = []
             for move in current.legal_moves():
@@ -981,6 +1057,9 @@ class _Run:
         self.control = np.zeros(1, dtype=np.int64)
         self.helper_control = np.zeros(1, dtype=np.int64)
         self.helper_nodes = [0] * (threads - 1)
+        self.stopped = False  # stop() was called: the search is over
+        self.published: tuple[int, int, bool, bool, list[int]] | None = None  # a helper's finished iteration
+        self._lock = threading.Lock()  # published and the SUPERSEDED flag
         self.timer = None
         self.end = end
         if end is not None:
@@ -992,6 +1071,7 @@ class _Run:
             self.timer.start()
 
     def stop(self):
+        self.stopped = True  # first: a helper's SUPERSEDED never hides it (_adopt)
         self.control[STOP] = STOPPED
         self.helper_control[STOP] = STOPPED
 
@@ -1031,6 +1111,7 @@ class _Run:
             self.helper_control[STOP] = STOPPED
             for helper in helpers:
                 helper.join()
+            self._adopt(MAX_PLY + 1, False)  # a helper that finished after the main thread: too late
             if soft is not None:
                 soft.cancel()
                 soft.join()
@@ -1044,7 +1125,8 @@ class _Run:
         main_nodes = 0
         spent: list[float] = []  # seconds of this deepening's iterations
         layers_in = self._layers_in()
-        while self.next_depth <= max_depth and not self.control[STOP]:
+        # SUPERSEDED stops the main kernel only: the loop goes on to adopt (_adopt).
+        while self.next_depth <= max_depth and self.control[STOP] in (0, SUPERSEDED):
             if self._layers_in() > layers_in:
                 # Tables arrived from the background reader: a shallow iteration
                 # may now prove what the deep ones could not. The entries stored
@@ -1063,18 +1145,22 @@ class _Run:
             tick = _time.perf_counter()
             score, proven, used, aborted, on_split = self._kernel(
                 self.path_mover, self.path_opponent, iteration, budget, self.control, self.pv, self.pv_length)
-            seconds = _time.perf_counter() - tick
             main_nodes += int(used)
-            if aborted:
+            houses = [int(h) for h in self.pv[root, : self.pv_length[root]]]
+            adopted = self._adopt(iteration, aborted)
+            if adopted is not None:
+                iteration, score, proven, on_split, houses = adopted
+            elif aborted:
                 break
+            seconds = _time.perf_counter() - tick
             spent.append(seconds)
-            self.next_depth += 1
+            self.next_depth = iteration + 1
             result.value = int(score)
             result.exact = bool(proven)
             if not self.split:
                 result.rule = "split" if on_split else "true"
             result.depth = iteration
-            self.houses = [int(h) for h in self.pv[root, : self.pv_length[root]]]
+            self.houses = houses
             result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]
             result.iterations.append((iteration, int(score), bool(proven), int(used), seconds))
             if self.progress is not None:
@@ -1083,6 +1169,31 @@ class _Run:
             if proven:
                 break
         result.nodes += main_nodes
+
+    def _adopt(self, iteration, aborted):
+        """A helper's finished iteration to take instead of the main thread's
+        (deeper than it, or as deep when the main one was cut short for it):
+        (depth, score, proven, on_split, houses), or None. Clears the flag by
+        which the helper cut the main kernel short."""
+        with self._lock:
+            if self.control[STOP] == SUPERSEDED:
+                self.control[STOP] = STOPPED if self.stopped else 0
+            found, self.published = self.published, None
+        if found is None or found[0] < iteration or (found[0] == iteration and not aborted):
+            return None
+        return found
+
+    def _publish(self, depth, score, proven, on_split, pv, pv_length):
+        """A helper finished `depth`: when that is at least the depth the main
+        thread is searching, hand the result over and cut the main kernel
+        short, so that the main thread goes on from there."""
+        with self._lock:
+            if depth < self.next_depth or (self.published is not None and depth <= self.published[0]):
+                return
+            houses = [int(h) for h in pv[self.root, : pv_length[self.root]]]
+            self.published = (depth, int(score), bool(proven), bool(on_split), houses)
+            if self.control[STOP] == 0:
+                self.control[STOP] = SUPERSEDED
 
     def _layers_in(self) -> int:
         """How many layers the search's tables hold now."""
@@ -1096,10 +1207,13 @@ class _Run:
         done = 0
         while not self.helper_control[STOP] and done < max_depth:
             depth = min(max_depth, max(done + 1, self.next_depth + 1 + helper % 2))
-            _, proven, used, aborted, _ = self._kernel(path_mover, path_opponent, depth, 1 << 62,
-                                                       self.helper_control, pv, pv_length)
+            score, proven, used, aborted, on_split = self._kernel(path_mover, path_opponent, depth, 1 << 62,
+                                                                  self.helper_control, pv, pv_length)
             self.helper_nodes[helper] += int(used)
-            if aborted or proven:
+            if aborted:
+                return
+            self._publish(depth, score, proven, on_split, pv, pv_length)
+            if proven:
                 return
             done = depth
 

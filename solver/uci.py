@@ -218,16 +218,17 @@ class Answer:
     line: tuple = ()
 
 
-def table_answer(tablebase: Tablebase, game: Game) -> Answer:
+def table_answer(tablebase: Tablebase, game: Game, deadline: float | None = None) -> Answer:
     """The move the tables choose in the game's position with the game's
     history (Tablebase.best_move: each move's table value, except that a move
     ending the game, a repetition of an earlier position included, is worth
     what the end gives by the rules). Raises MissingTableError when a layer is
-    not built."""
+    not built. `deadline` (time.perf_counter()) bounds the time the winner's
+    progress ranking and the line may take (Tablebase.line)."""
     started = _time.perf_counter()
-    best = tablebase.best_move(game)
+    best = tablebase.best_move(game, deadline=deadline)
     assert best is not None, "best_move returns None only when asked for no progress"
-    moves = tablebase.line(game.position, max_plies=12).moves
+    moves = tablebase.line(game.position, max_plies=12, deadline=deadline).moves
     line = tuple(moves) if moves and moves[0] == best.move else (best.move,)
     rule = RULE_WORDS[str(best.rule)]
     return Answer(best.move, best.value, True, rule, "table", 0, 0, _time.perf_counter() - started, line)
@@ -529,10 +530,16 @@ class UciEngine:
         position = game.position
         tablebase = searcher.tablebase
         max_table_seeds = options["maxtableseeds"] if options["usetables"] else -1
-        if options["usetables"] and tablebase.has_layer(position.seeds) and (
+        # Within a time limit a layer not in memory yet is not probed from its file
+        # while the background reader runs (each probe would wait on its reads):
+        # the reader's copy is waited for, up to half the time.
+        reading = limits.time is not None and not searcher.tables_answer_in_time(position.seeds,
+                                                                                 started + limits.time / 2)
+        if options["usetables"] and tablebase.has_layer(position.seeds) and not reading and (
                 max_table_seeds < 0 or position.seeds <= max_table_seeds):
             try:
-                return table_answer(tablebase, game)
+                deadline = None if limits.time is None else started + 0.9 * limits.time
+                return table_answer(tablebase, game, deadline)
             except MissingTableError:
                 pass  # a smaller layer is missing: search
         time_left = None if limits.time is None else max(0.005, limits.time - (_time.perf_counter() - started))

@@ -12,6 +12,7 @@ from naive_solver import naive_solve
 from solver import Position
 from solver.cli import cli
 from solver.errors import GameOverError, InvalidPositionError, MissingTableError
+from solver.position import Game
 from solver.probe import Tablebase
 
 NAIVE_LAYERS = 8
@@ -172,9 +173,30 @@ def test_progress_ranks_and_lines_match_the_whole_graph(tablebase, monkeypatch):
             lines.append((position, tablebase.line(position, max_plies=400).moves))
             checked += 1
     assert checked > 20
-    monkeypatch.setattr(Tablebase, "_progress", lambda self, board: full_graph_ranks(self, board))
+    monkeypatch.setattr(Tablebase, "_progress", lambda self, board, deadline=None: full_graph_ranks(self, board))
     for position, moves in lines:
         assert tablebase.line(position, max_plies=400).moves == moves, str(position)
+
+
+def test_a_deadline_passed_gives_up_the_ranking_and_keeps_a_best_move(tablebase):
+    """Within a time limit (a search answered from the tables) the winner's
+    progress ranking, which can take seconds in a large layer, is given up at
+    the deadline: the move chosen still keeps the value, and the line stops."""
+    rng = random.Random(5)
+    checked = 0
+    for seeds in range(6, 13):
+        for position in random_positions(seeds, 8, rng):
+            if position.is_over() or tablebase.value(position) <= 0:
+                continue
+            board = tuple(int(x) for x in position.mover_board())
+            assert tablebase._progress(board, deadline=0.0) is None
+            best = tablebase.best_moves(position)
+            line = tablebase.line(position, max_plies=50, deadline=0.0)
+            assert len(line.moves) == 1 and line.moves[0] in best, str(position)
+            chosen = tablebase.best_move(Game(position), deadline=0.0)
+            assert chosen.value == tablebase.value(position) and chosen.move in best, str(position)
+            checked += 1
+    assert checked > 10
 
 
 def test_predicted_result_uses_captured_counts(tablebase):

@@ -202,9 +202,13 @@ def test_split_search_one_layer_above_the_tables_is_exact(tablebase, searchers, 
 def test_deep_positions_give_estimates_within_the_limits(table_dir):
     searcher = Searcher(table_dir, max_table_seeds=12)
     start = Position.initial()
-    result = searcher.search(start, depth=7)
+    result = searcher.search(start, depth=7, threads=1)
     assert result.depth == 7 and not result.exact and result.move in start.legal_moves()
     assert [it[0] for it in result.iterations] == list(range(1, 8))
+    # With a helper, a depth it finishes first is taken over: the depths still rise to 7.
+    helped = searcher.search(start, depth=7, threads=2)
+    depths = [it[0] for it in helped.iterations]
+    assert depths == sorted(set(depths)) and depths[-1] == helped.depth == 7 and not helped.exact
     assert len(result.line) == 7 and result.line[0] == result.move
     game = Game(start)
     for move in result.line:  # the principal line is legal
@@ -491,3 +495,63 @@ def test_tables_are_read_in_the_background_by_default(table_dir):
     assert searcher.wait_for_tables(timeout=300)
     assert searcher.table_layers == list(range(13)) and searcher.left_out == {}
     assert searcher.table_budget > 0
+
+
+def _capture_into_a_searched_layer(tablebase, rng, seeds, table_seeds):
+    """A position of `seeds` seeds, not won by every seed, with a capture whose
+    child is above the tables (so searched, right after a capture):
+    (position, house, captured, child)."""
+    while True:
+        position = random_position(seeds, rng)
+        if position.is_over() or tablebase.value(position) == seeds:
+            continue
+        for move in position.legal_moves():
+            child, captured = position.play_capture(move)
+            if captured and child.seeds > table_seeds and not child.is_over():
+                return position, move, captured, child
+
+
+def test_a_depth_limited_entry_cuts_as_an_estimate_and_never_in_bounds(table_dir, tablebase):
+    """A depth-limited entry right after a capture cuts the search, but its
+    score is an estimate: the value is not exact, and bounds ignore it."""
+    rng = random.Random(3)
+    position, _, captured, child = _capture_into_a_searched_layer(tablebase, rng, 10, 6)
+    searcher = Searcher(table_dir, max_table_seeds=6, threads=1)
+    searcher.search(position, depth=1, cycles="split")  # the table is cleared for this convention
+    mask = np.uint64(searcher.tt.shape[0] - 1)
+    mover, opponent = child.packed()
+    planted = -child.seeds  # the child's mover loses every seed: the capture looks winning
+    tt_store(searcher.tt, mask, mover, opponent, planted, 3, 60, 7)  # EXACT, depth 60, no move
+    result = searcher.search(position, depth=3, cycles="split", bounds=True)
+    assert result.value == captured - planted == position.seeds  # the entry cut: every seed, which is wrong
+    assert not result.exact
+    truth = tablebase.value(position)
+    assert result.lower is not None and result.upper is not None
+    assert result.lower <= truth <= result.upper  # the bounds searched the child
+
+
+def test_a_helper_hands_a_deeper_iteration_to_the_main_thread(table_dir):
+    """A helper's finished depth at or beyond the main thread's is adopted,
+    and its flag never hides a stop."""
+    from solver.search import STOP, STOPPED, SUPERSEDED, SearchResult, _Run
+
+    position = Position.initial()
+    searcher = Searcher(table_dir, max_table_seeds=6, threads=2)
+    run = _Run(searcher, position, None, "own", SearchResult(position, "own"), None, 0.0, 2, None)
+    pv, pv_length = np.zeros_like(run.pv), np.zeros_like(run.pv_length)
+    pv[0, :3], pv_length[0] = [5, 2, 0], 3
+    run.next_depth = 4
+    run._publish(3, 1, False, False, pv, pv_length)  # shallower than the main thread's
+    assert run.published is None and run.control[STOP] == 0
+    run._publish(5, 2, False, True, pv, pv_length)
+    assert run.control[STOP] == SUPERSEDED
+    assert run._adopt(4, True) == (5, 2, False, True, [5, 2, 0])
+    assert run.control[STOP] == 0 and run.published is None
+    run._publish(6, 0, True, False, pv, pv_length)
+    assert run._adopt(6, False) is None  # the main thread finished that depth itself
+    run._publish(7, 0, False, False, pv, pv_length)
+    run.stop()
+    run.control[STOP] = SUPERSEDED  # a helper that wrote its flag just after the stop
+    assert run._adopt(7, True) is not None
+    assert run.control[STOP] == STOPPED
+    run.close()
