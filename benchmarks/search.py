@@ -4,8 +4,8 @@
 
 The suite (solver/bench.py) is the opening, middlegames from two recorded
 games and endgames, each searched to a fixed depth with a fresh 64 MiB
-transposition table on one thread (or --threads: Lazy SMP, nodes of every
-thread counted). Tables of 0..table-seeds seeds are read
+transposition table on one thread (or --threads: the split search, nodes of
+every thread counted). Tables of 0..table-seeds seeds are read
 into memory (built in a temporary folder when DIR lacks them). The first
 search compiles the kernel (or loads numba's cache) and is not timed.
 """

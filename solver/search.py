@@ -41,10 +41,9 @@ it orders moves only. A depth-limited entry (an estimate) cuts, as an
 estimate, only just after a capture too: elsewhere it could hide for good a
 proof that a repetition of the line gives.
 
-Lazy SMP: helper threads deepen one or two plies ahead of the main thread on
-the shared transposition table; a helper that finishes the depth the main
-thread is on (or a deeper one) hands its result over and the main thread
-goes on from there.
+Threads: each iteration is split along its leftmost line (PV splitting, see
+_Run): a node of that line has its first move searched first, then its other
+moves side by side, one kernel a move, on the shared transposition table.
 
 Exact answers in cyclic layers: a tree search must visit a position once per
 path to prove a draw in a cycle, so proving a value in a large cyclic layer
@@ -60,6 +59,7 @@ from __future__ import annotations
 import atexit
 import math
 import os
+import queue
 import threading
 import time as _time
 import weakref
@@ -101,9 +101,10 @@ STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microsecond
 STOP = 0  # control[STOP] != 0: every kernel of the search returns at its next check
 MAX_GROWTH = 4.0  # most an iteration is predicted to grow over the last (their ratio is noisy when short)
 STOP_MARGIN, STOP_MARGIN_SHARE = 0.010, 0.02  # the stop flag is set this much before the end (seconds, share)
-# control[STOP]: the search is over; this deepening's deadline passed; a helper
-# finished the depth the main thread is searching (or a deeper one)
-STOPPED, EXPIRED, SUPERSEDED = 1, 2, 3
+# control[STOP]: the search is over; this deepening's deadline passed
+STOPPED, EXPIRED = 1, 2
+UNLIMITED = 1 << 62  # a node budget that is no limit
+SPLIT_DEPTH = 5  # a node of the leftmost line with this many plies left or more is split over the threads
 
 # Transposition table ---------------------------------------------------------
 # One entry is three words: the two position words (the whole key, so no
@@ -212,17 +213,31 @@ def _stored_depth(proven, remaining, horizon):
 
 @njit(cache=True, nogil=True)
 def _search(
-    path_mover, path_opponent, root, depth, split, tt, history,
-    flat, starts, loaded, partial, partial_starts, max_nodes, control, pv, pv_length, horizon, weights,
+    path_mover, path_opponent, root, top, depth, alpha_top, beta_top, since_top, split, tt, history,
+    flat, starts, loaded, partial, partial_starts, max_nodes, control, pv, pv_length, horizon, weights, top_moves,
 ):
-    """Fail-soft alpha-beta from path[root] to `depth` plies, full window.
+    """Fail-soft alpha-beta from path[top] to `depth` plies, window
+    (alpha_top, beta_top).
 
-    path[0:root] holds the positions played before the root since the last
-    capture (one per ply, oldest first); they count for repetitions. Returns
-    (score, proven, nodes, aborted, on_split); pv[root, :pv_length[root]] is
-    the line. It stops (aborted) after `max_nodes` nodes or when
-    control[STOP] is set, which it reads every STOP_CHECK nodes; it holds no
-    GIL, so threads run it side by side on one shared `tt` (Lazy SMP).
+    path[root] is the search's root and path[0:root] holds the positions
+    played before it since the last capture (one per ply, oldest first);
+    they count for repetitions. `top` is the root, or a node of the root's
+    tree at ply `top` (the split search of _Run starts kernels there, with
+    path[root:top + 1] the line to it and since_top the ply of its last
+    capture, as the kernel's own stack would have them). Returns (score,
+    proven, nodes, aborted, on_split, repeat); pv[top, :pv_length[top]] is
+    the line, and `repeat` the earliest ply of the line whose repetition the
+    score used (NO_REPETITION: none; a score is the value of the game
+    started at its node only when `repeat` is that node's ply or later).
+
+    It stops (aborted) after `max_nodes` nodes or when control[STOP] is
+    set, which it reads every STOP_CHECK nodes; it holds no GIL, so threads
+    run it side by side on one shared `tt`. A search stopped after it
+    entered path[top] and generated its moves leaves them in `top_moves`
+    (ROW + 1 by 4 words), in the order it searches them: row k holds the
+    k-th move's house, the seeds it captures and the child's two words, row
+    ROW their count. So a call with max_nodes=1 either resolves path[top]
+    without a move searched (not aborted) or gives its moves.
 
     on_split: the score rests on a value of the tables' convention (a table
     or solved component value that repetition could change under the true
@@ -264,11 +279,11 @@ def _search(
     tt_mask = np.uint64(tt.shape[0] - 1)
 
     nodes = 0
-    ply = root
-    alpha[root] = -INFINITE
-    beta[root] = INFINITE
-    remaining[root] = depth
-    since_capture[root] = 0
+    ply = top
+    alpha[top] = alpha_top
+    beta[top] = beta_top
+    remaining[top] = depth
+    since_capture[top] = since_top
     have_result = False
     score: int | np.int64 = 0
     score_proven = False
@@ -279,7 +294,14 @@ def _search(
         if not have_result:
             # Enter the node at `ply`.
             if nodes == max_nodes or (nodes % STOP_CHECK == 0 and control[STOP] != 0):
-                return 0, False, nodes, True, False
+                if ply > top:
+                    top_moves[ROW, 0] = move_count[top]
+                    for k in range(move_count[top]):
+                        top_moves[k, 0] = moves[top, k]
+                        top_moves[k, 1] = caps[top, k]
+                        top_moves[k, 2] = child_mover[top, k]
+                        top_moves[k, 3] = child_opponent[top, k]
+                return 0, False, nodes, True, False, NO_REPETITION
             nodes += 1
             mover = path_mover[ply]
             opponent = path_opponent[ply]
@@ -400,8 +422,8 @@ def _search(
             repeat[ply] = NO_REPETITION
         else:
             # A result for the node at `ply`: hand it to the parent.
-            if ply == root:
-                return score, score_proven, nodes, False, score_split
+            if ply == top:
+                return score, score_proven, nodes, False, score_split, score_repeat
             ply -= 1
             i = current[ply]
             value = caps[ply, i] - score
@@ -576,8 +598,8 @@ class Searcher:
 
     A root whose own table exists is answered from it even when that table
     is not in memory, unless it has more than `max_table_seeds` seeds.
-    `threads`: threads a search runs on (default: every core), Lazy SMP
-    over the shared transposition table. Keep one Searcher for many
+    `threads`: threads a search runs on (default: every core), splitting
+    the principal line's nodes over the shared transposition table. Keep one Searcher for many
     searches: the transposition table and the component values carry over.
 
     `evaluation`: how a leaf beyond the horizon is scored: "learned" (the
@@ -638,11 +660,10 @@ class Searcher:
         limit is spent searching."""
         path = np.zeros(MAX_PLY + 2, dtype=np.uint64)
         path[0] = np.uint64(0x040404040404)  # four seeds in each house of a row: the opening
-        opponent = path.copy()
-        pv = np.zeros((MAX_PLY + 2, MAX_PLY + 2), dtype=np.int64)
-        _search(path, opponent, 0, 1, True, np.zeros((2, 3), np.uint64), np.zeros((ROW, 49), np.int64),
-                *self._arrays(), 100, np.zeros(1, np.int64), pv, np.zeros(MAX_PLY + 2, dtype=np.int64), 0,
-                self.weights)
+        b = _Buffers(path, path.copy(), np.zeros((ROW, 49), np.int64))
+        _search(b.path_mover, b.path_opponent, 0, 0, 1, -INFINITE, INFINITE, 0, True, np.zeros((2, 3), np.uint64),
+                np.zeros((ROW, 49), np.int64), *self._arrays(), 100, np.zeros(1, np.int64), b.pv, b.pv_length, 0,
+                self.weights, b.top_moves)
         # The background reader's histogram check too: loading its compiled code
         # holds the GIL (a search's clock and its Python steps wait on it).
         byte_histogram(np.zeros(1, dtype=np.int8))
@@ -826,10 +847,9 @@ class Searcher:
         reads every STOP_CHECK nodes), and no depth starts that the last two
         predict cannot finish.
 
-        `threads` (default: the Searcher's): helper threads search the same
-        root one or two plies deeper and share the transposition table;
-        the main thread's result is reported. A node limit searches on one
-        thread, so that it is reproducible.
+        `threads` (default: the Searcher's): the threads each iteration is
+        split over (see _Run), on the shared transposition table. A node
+        limit searches on one thread, so that it is reproducible.
 
         `bounds`: when the value is not exact, search the deepest finished
         depth twice more, with every horizon leaf scored as the worst and
@@ -871,7 +891,7 @@ class Searcher:
         self._run = run
         try:
             max_depth = depth or MAX_PLY
-            node_budget = nodes if nodes is not None else (1 << 62)
+            node_budget = nodes if nodes is not None else UNLIMITED
             # Bounds cost two more searches of the deepest depth, with wide
             # windows: about three times what deepening took. With a time
             # limit, deepening gets a quarter of it.
@@ -1028,12 +1048,26 @@ class Searcher:
 
 class _Run:
     """Iterative deepening of one search: the path, the PV buffers, the result,
-    the helper threads and the stop flags.
+    the stop flag and, with more than one thread, the split search.
 
-    The main thread's kernel reads `control`, the helpers' `helper_control`:
-    the time limit (a timer) or stop() sets both to STOPPED for good; a
-    deepening's own earlier deadline sets the main one to EXPIRED, cleared
-    when that deepening ends; the end of a deepening stops the helpers.
+    Every kernel of the search reads `control`: the time limit (a timer) or
+    stop() sets it to STOPPED for good; a deepening's own earlier deadline
+    sets it to EXPIRED, cleared when that deepening ends.
+
+    Two threads or more split each iteration along its leftmost line (PV
+    splitting, Marsland and Popowich): from the root down, every node with
+    SPLIT_DEPTH plies or more left has its first move searched first, by the
+    same rule; its other moves are then searched side by side, one kernel a
+    move, each thread taking the next when free, with the window the moves
+    done so far give. A node on the leftmost line has a full window, so
+    none of them is cut off, and the moves of one node are all searched
+    before its parent goes on. The tree is the one-thread kernel's: a move
+    may be searched with a wider window than it would be alone (its elder
+    brothers still running), which costs nodes, never a wrong value; an
+    exact value is the same on any number of threads, and a bounds search
+    (which cuts on proven entries only) gives the same bound. An estimate
+    can differ a little, as the entries an estimate may cut on (right after
+    a capture) arrive in another order.
     """
 
     def __init__(self, searcher, position, history, cycles, result, progress, started, threads, end):
@@ -1050,16 +1084,15 @@ class _Run:
         self.progress = progress
         self.started = started
         self.threads = threads
-        self.pv = np.zeros((self.root + MAX_PLY + 2, MAX_PLY + 2), dtype=np.int64)
-        self.pv_length = np.zeros(self.root + MAX_PLY + 2, dtype=np.int64)
+        self.main = _Buffers(self.path_mover, self.path_opponent, searcher.history)  # this thread's
+        self.pv, self.pv_length = self.main.pv, self.main.pv_length
         self.next_depth = 1
         self.houses = []  # principal line of the deepest finished iteration (mover-view houses)
         self.control = np.zeros(1, dtype=np.int64)
-        self.helper_control = np.zeros(1, dtype=np.int64)
-        self.helper_nodes = [0] * (threads - 1)
         self.stopped = False  # stop() was called: the search is over
-        self.published: tuple[int, int, bool, bool, list[int]] | None = None  # a helper's finished iteration
-        self._lock = threading.Lock()  # published and the SUPERSEDED flag
+        self._workers: _Workers | None = None  # the other threads of a split search
+        self._lock = threading.Lock()  # the split nodes' results and the node count
+        self._nodes = 0  # nodes of the split iteration in progress, every thread's
         self.timer = None
         self.end = end
         if end is not None:
@@ -1071,28 +1104,79 @@ class _Run:
             self.timer.start()
 
     def stop(self):
-        self.stopped = True  # first: a helper's SUPERSEDED never hides it (_adopt)
+        self.stopped = True
         self.control[STOP] = STOPPED
-        self.helper_control[STOP] = STOPPED
 
     def _expire(self):
         if self.control[STOP] == 0:
             self.control[STOP] = EXPIRED
-        self.helper_control[STOP] = STOPPED
 
     def close(self):
         if self.timer is not None:
             self.timer.cancel()
 
-    def _kernel(self, path_mover, path_opponent, depth, budget, control, pv, pv_length, horizon=0):
+    def _kernel(self, buffers, top, depth, window, since, budget, horizon):
+        """The kernel from path[top] on one thread's _Buffers: (score, proven,
+        nodes, aborted, on_split, repeat)."""
         searcher: Searcher = self.searcher
-        return _search(path_mover, path_opponent, self.root, depth, self.split, searcher.tt, searcher.history,
-                       *searcher._arrays(), budget, control, pv, pv_length, horizon, searcher.weights)
+        b = buffers
+        return _search(b.path_mover, b.path_opponent, self.root, top, depth, window[0], window[1], since, self.split,
+                       searcher.tt, b.history, *searcher._arrays(), budget, self.control, b.pv, b.pv_length,
+                       horizon, searcher.weights, b.top_moves)
+
+    def iterate(self, depth, budget=UNLIMITED, horizon=0):
+        """Search the root to `depth`: (score, proven, nodes, aborted, on_split).
+        The kernel alone with one thread or a node budget (so that a node
+        limit is reproducible); else split over the threads."""
+        if self._workers is None or budget < UNLIMITED:
+            whole = (-INFINITE, INFINITE)
+            score, proven, nodes, aborted, on_split, _ = self._kernel(self.main, self.root, depth, whole, 0, budget,
+                                                                      horizon)
+            return score, proven, nodes, aborted, on_split
+        self._nodes = 0
+        score, proven, aborted, on_split, _ = self._split_node(self.root, depth, (-INFINITE, INFINITE), 0, horizon)
+        return score, proven, self._nodes, aborted, on_split
+
+    def _count(self, nodes):
+        with self._lock:
+            self._nodes += int(nodes)
+
+    def _split_node(self, ply, depth, window, since, horizon):
+        """The node at path[ply] of the leftmost line, to `depth` plies within
+        `window`, `since` the ply of the line's last capture: (score, proven,
+        aborted, on_split, repeat), its line in pv[ply], as the kernel would
+        give them."""
+        main = self.main
+        if depth < SPLIT_DEPTH:
+            score, proven, nodes, aborted, on_split, repeat = self._kernel(main, ply, depth, window, since,
+                                                                           UNLIMITED, horizon)
+            self._count(nodes)
+            return score, proven, aborted, on_split, repeat
+        # One node of the kernel: the node's score if no move of it needs a
+        # search (a game end, a repetition, a table value, a cut, a horizon
+        # leaf); else its moves, in order, in row `ply` of the main stack.
+        score, proven, nodes, aborted, on_split, repeat = self._kernel(main, ply, depth, window, since, 1, horizon)
+        self._count(nodes)
+        if not aborted:
+            return score, proven, False, on_split, repeat
+        if self.control[STOP] != 0:
+            return 0, False, True, False, NO_REPETITION
+        moves = _Moves(main.top_moves)
+        count = len(moves.houses)
+        node = _SplitNode(self, ply, depth, window, since, horizon, moves)
+        # The eldest move first, split in turn; then the others side by side.
+        self.path_mover[ply + 1], self.path_opponent[ply + 1] = moves.child_mover[0], moves.child_opponent[0]
+        captured = int(moves.caps[0])
+        child = self._split_node(ply + 1, depth - 1, (captured - window[1], captured - window[0]),
+                                 ply + 1 if captured > 0 else since, horizon)
+        node.take(0, child, self.pv[ply + 1, : self.pv_length[ply + 1]])
+        if count > 1 and not node.done():
+            node.search_rest(count, main)
+        return node.finish()
 
     def deepen(self, max_depth, node_budget, deadline):
         """Iterations next_depth..max_depth until proven, the node budget
-        (counted over the main thread's nodes) or the deadline, with the
-        helper threads searching beside it."""
+        (every thread's nodes) or the deadline, on the search's threads."""
         soft = None
         if deadline is not None and (self.end is None or deadline < self.end):
             # A deadline before the search's end (the first half of a component
@@ -1100,33 +1184,25 @@ class _Run:
             soft = threading.Timer(max(0.0, deadline - _time.perf_counter()), self._expire)
             soft.daemon = True
             soft.start()
-        self.helper_control[STOP] = self.control[STOP]
-        helpers = [threading.Thread(target=self._help, args=(k, max_depth), daemon=True)
-                   for k in range(self.threads - 1)]
-        for helper in helpers:
-            helper.start()
+        if self.threads > 1:
+            self._workers = _Workers(self, self.threads - 1)
         try:
             self._deepen(max_depth, node_budget, deadline)
         finally:
-            self.helper_control[STOP] = STOPPED
-            for helper in helpers:
-                helper.join()
-            self._adopt(MAX_PLY + 1, False)  # a helper that finished after the main thread: too late
+            if self._workers is not None:
+                self._workers.close()
+                self._workers = None
             if soft is not None:
                 soft.cancel()
                 soft.join()
                 if self.control[STOP] == EXPIRED:
                     self.control[STOP] = 0
-            self.result.nodes += sum(self.helper_nodes)
-            self.helper_nodes = [0] * (self.threads - 1)
 
     def _deepen(self, max_depth, node_budget, deadline):
-        result, root = self.result, self.root
-        main_nodes = 0
+        result = self.result
         spent: list[float] = []  # seconds of this deepening's iterations
         layers_in = self._layers_in()
-        # SUPERSEDED stops the main kernel only: the loop goes on to adopt (_adopt).
-        while self.next_depth <= max_depth and self.control[STOP] in (0, SUPERSEDED):
+        while self.next_depth <= max_depth and self.control[STOP] == 0:
             if self._layers_in() > layers_in:
                 # Tables arrived from the background reader: a shallow iteration
                 # may now prove what the deep ones could not. The entries stored
@@ -1134,7 +1210,7 @@ class _Run:
                 layers_in = self._layers_in()
                 self.next_depth, spent = 1, []
                 self.searcher.tt[:] = 0
-            budget = node_budget - result.nodes - main_nodes
+            budget = node_budget - result.nodes
             if budget <= 0:
                 break
             if deadline is not None:
@@ -1143,14 +1219,10 @@ class _Run:
                     break
             iteration = self.next_depth
             tick = _time.perf_counter()
-            score, proven, used, aborted, on_split = self._kernel(
-                self.path_mover, self.path_opponent, iteration, budget, self.control, self.pv, self.pv_length)
-            main_nodes += int(used)
-            houses = [int(h) for h in self.pv[root, : self.pv_length[root]]]
-            adopted = self._adopt(iteration, aborted)
-            if adopted is not None:
-                iteration, score, proven, on_split, houses = adopted
-            elif aborted:
+            score, proven, used, aborted, on_split = self.iterate(iteration, budget if node_budget < UNLIMITED
+                                                                  else UNLIMITED)
+            result.nodes += int(used)
+            if aborted:
                 break
             seconds = _time.perf_counter() - tick
             spent.append(seconds)
@@ -1160,71 +1232,189 @@ class _Run:
             if not self.split:
                 result.rule = "split" if on_split else "true"
             result.depth = iteration
-            self.houses = houses
+            self.houses = [int(h) for h in self.pv[self.root, : self.pv_length[self.root]]]
             result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]
             result.iterations.append((iteration, int(score), bool(proven), int(used), seconds))
             if self.progress is not None:
-                self.progress(iteration, int(score), bool(proven), result.nodes + main_nodes,
-                              _time.perf_counter() - self.started)
+                self.progress(iteration, int(score), bool(proven), result.nodes, _time.perf_counter() - self.started)
             if proven:
                 break
-        result.nodes += main_nodes
-
-    def _adopt(self, iteration, aborted):
-        """A helper's finished iteration to take instead of the main thread's
-        (deeper than it, or as deep when the main one was cut short for it):
-        (depth, score, proven, on_split, houses), or None. Clears the flag by
-        which the helper cut the main kernel short."""
-        with self._lock:
-            if self.control[STOP] == SUPERSEDED:
-                self.control[STOP] = STOPPED if self.stopped else 0
-            found, self.published = self.published, None
-        if found is None or found[0] < iteration or (found[0] == iteration and not aborted):
-            return None
-        return found
-
-    def _publish(self, depth, score, proven, on_split, pv, pv_length):
-        """A helper finished `depth`: when that is at least the depth the main
-        thread is searching, hand the result over and cut the main kernel
-        short, so that the main thread goes on from there."""
-        with self._lock:
-            if depth < self.next_depth or (self.published is not None and depth <= self.published[0]):
-                return
-            houses = [int(h) for h in pv[self.root, : pv_length[self.root]]]
-            self.published = (depth, int(score), bool(proven), bool(on_split), houses)
-            if self.control[STOP] == 0:
-                self.control[STOP] = SUPERSEDED
 
     def _layers_in(self) -> int:
         """How many layers the search's tables hold now."""
         return int(self.searcher.tablebase.store.loaded.sum())
 
-    def _help(self, helper, max_depth):
-        """A helper thread: deepen from one or two plies beyond the main thread's
-        depth, on its own path and PV, until stopped, proven or done with max_depth."""
-        path_mover, path_opponent = self.path_mover.copy(), self.path_opponent.copy()
-        pv, pv_length = np.zeros_like(self.pv), np.zeros_like(self.pv_length)
-        done = 0
-        while not self.helper_control[STOP] and done < max_depth:
-            depth = min(max_depth, max(done + 1, self.next_depth + 1 + helper % 2))
-            score, proven, used, aborted, on_split = self._kernel(path_mover, path_opponent, depth, 1 << 62,
-                                                                  self.helper_control, pv, pv_length)
-            self.helper_nodes[helper] += int(used)
-            if aborted:
-                return
-            self._publish(depth, score, proven, on_split, pv, pv_length)
-            if proven:
-                return
-            done = depth
-
     def bound(self, horizon, depth):
         """A proven lower (horizon 1) or upper (horizon -1) bound on the root
         value from a search to `depth` whose horizon leaves are scored as the
         worst or best case for the root's mover; None when stopped first."""
-        score, _, used, aborted, _ = self._kernel(self.path_mover, self.path_opponent, depth, 1 << 62,
-                                                  self.control, self.pv, self.pv_length, horizon)
+        if self.threads > 1:
+            self._workers = _Workers(self, self.threads - 1)
+        try:
+            score, _, used, aborted, _ = self.iterate(depth, horizon=horizon)
+        finally:
+            if self._workers is not None:
+                self._workers.close()
+                self._workers = None
         self.result.nodes += int(used)  # counted, but not an iteration of its own
         return None if aborted else int(score)
+
+
+class _Buffers:
+    """What one thread's kernel writes: its path, its principal lines, the
+    moves of a node it stopped in (top_moves) and its history counts (the
+    main thread's are the Searcher's; a worker's start as a copy of them:
+    counts shared by threads would bounce between their caches at every
+    cutoff)."""
+
+    def __init__(self, path_mover, path_opponent, history):
+        self.path_mover, self.path_opponent, self.history = path_mover, path_opponent, history
+        rows = len(path_mover)
+        self.pv = np.zeros((rows, MAX_PLY + 2), dtype=np.int64)
+        self.pv_length = np.zeros(rows, dtype=np.int64)
+        self.top_moves = np.zeros((ROW + 1, 4), dtype=np.uint64)
+
+
+class _Moves:
+    """A split node's moves in the kernel's order, copied out of top_moves."""
+
+    def __init__(self, top_moves):
+        count = int(top_moves[ROW, 0])
+        self.houses = top_moves[:count, 0].astype(np.int64)
+        self.caps = top_moves[:count, 1].astype(np.int64)
+        self.child_mover = top_moves[:count, 2].copy()
+        self.child_opponent = top_moves[:count, 3].copy()
+
+
+class _SplitNode:
+    """A node of the leftmost line whose moves after the first are searched
+    side by side: its best score so far, how it was found, and the moves
+    still to search. Its fields change under the run's lock."""
+
+    def __init__(self, run, ply, depth, window, since, horizon, moves):
+        self.run, self.ply, self.depth, self.window, self.since, self.horizon = run, ply, depth, window, since, horizon
+        self.moves = moves
+        self.best, self.best_move = -INFINITE, NO_MOVE
+        self.proven, self.on_split, self.repeat = True, False, NO_REPETITION
+        self.aborted = False
+        self.cut = False  # a move reached beta (the score is a lower bound resting on it alone)
+        self.next = 1  # the next move to hand out
+        self.last = 0  # the last move to hand out
+        self.back = 0  # moves searched (or skipped) and taken back
+        self.finished = threading.Event()  # every move is back
+
+    def done(self):
+        return self.aborted or self.cut
+
+    def take(self, i, child, line):
+        """The score of move i (the child's (score, proven, aborted, on_split,
+        repeat), its line), merged as the kernel merges a child's result."""
+        run, ply = self.run, self.ply
+        score, proven, aborted, on_split, repeat = child
+        if aborted:
+            self.aborted = True
+            return
+        if self.cut:
+            return
+        value = int(self.moves.caps[i]) - int(score)
+        self.repeat = min(self.repeat, int(repeat))
+        if value > self.best:
+            self.best, self.best_move = value, int(self.moves.houses[i])
+            run.pv[ply, 0] = self.best_move
+            run.pv[ply, 1 : len(line) + 1] = line
+            run.pv_length[ply] = len(line) + 1
+        if self.best >= self.window[1]:
+            self.cut = True
+            self.proven, self.on_split = bool(proven), bool(on_split)
+            if self.moves.caps[i] == 0:
+                house = int(self.moves.houses[i])
+                run.main.history[house, house_seeds(run.path_mover[ply], house)] += self.depth * self.depth
+            return
+        self.proven = self.proven and bool(proven)
+        self.on_split = self.on_split or bool(on_split)
+
+    def search_rest(self, count, main):
+        """Moves 1..count-1: the workers and this thread take them one by one;
+        returns when all are back."""
+        self.last = count - 1
+        workers = self.run._workers
+        assert workers is not None, "a split node without workers"
+        for _ in range(min(workers.count, count - 2)):
+            workers.jobs.put(self._work)
+        self._work(main)
+        self.finished.wait()
+
+    def _work(self, buffers):
+        """Search moves of this node with one thread's buffers until none is left."""
+        run, ply, moves = self.run, self.ply, self.moves
+        path_mover, path_opponent = buffers.path_mover, buffers.path_opponent
+        if buffers is not run.main:
+            path_mover[: ply + 1] = run.path_mover[: ply + 1]
+            path_opponent[: ply + 1] = run.path_opponent[: ply + 1]
+        while True:
+            with run._lock:
+                i = self.next
+                if i > self.last:
+                    return
+                self.next += 1
+                skip = self.done()
+                low = max(self.window[0], self.best)
+            if not skip:
+                path_mover[ply + 1], path_opponent[ply + 1] = moves.child_mover[i], moves.child_opponent[i]
+                captured = int(moves.caps[i])
+                score, proven, nodes, aborted, on_split, repeat = run._kernel(
+                    buffers, ply + 1, self.depth - 1, (captured - self.window[1], captured - low),
+                    ply + 1 if captured > 0 else self.since, UNLIMITED, self.horizon)
+                with run._lock:
+                    run._nodes += int(nodes)
+                    line = buffers.pv[ply + 1, : buffers.pv_length[ply + 1]].copy()
+                    self.take(i, (score, proven, aborted, on_split, repeat), line)
+            with run._lock:
+                self.back += 1
+                if self.back == self.last:
+                    self.finished.set()
+
+    def finish(self):
+        """(score, proven, aborted, on_split, repeat) of the node, stored in
+        the transposition table as the kernel stores it."""
+        run, ply = self.run, self.ply
+        if self.aborted:
+            return 0, False, True, False, NO_REPETITION
+        if self.repeat >= ply:
+            searcher = run.searcher
+            bound = LOWER if self.cut else (EXACT if self.best > self.window[0] else UPPER)
+            tt_store(searcher.tt, np.uint64(searcher.tt.shape[0] - 1), run.path_mover[ply], run.path_opponent[ply],
+                     self.best, bound, _stored_depth(self.proven, self.depth, self.horizon), self.best_move,
+                     self.on_split)
+        return self.best, self.proven, False, self.on_split, self.repeat
+
+
+class _Workers:
+    """The threads beside the searching one in a split search: each takes jobs
+    (a split node's _work) from one queue, with buffers of its own."""
+
+    def __init__(self, run, count):
+        self.count = count
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.threads = []
+        for _ in range(count):
+            buffers = _Buffers(run.path_mover.copy(), run.path_opponent.copy(), run.searcher.history.copy())
+            thread = threading.Thread(target=self._serve, args=(buffers,), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _serve(self, buffers):
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            job(buffers)
+
+    def close(self):
+        for _ in self.threads:
+            self.jobs.put(None)
+        for thread in self.threads:
+            thread.join()
 
 
 def _predicted(spent):

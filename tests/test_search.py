@@ -15,7 +15,7 @@ from naive_solver import naive_value
 from solver import Position, index
 from solver.cli import cli
 from solver.errors import GameOverError
-from solver.position import Game
+from solver.position import HOUSE_LETTERS, Game
 from solver.probe import Tablebase
 from solver.search import (
     MAX_PLY,
@@ -205,10 +205,9 @@ def test_deep_positions_give_estimates_within_the_limits(table_dir):
     result = searcher.search(start, depth=7, threads=1)
     assert result.depth == 7 and not result.exact and result.move in start.legal_moves()
     assert [it[0] for it in result.iterations] == list(range(1, 8))
-    # With a helper, a depth it finishes first is taken over: the depths still rise to 7.
-    helped = searcher.search(start, depth=7, threads=2)
-    depths = [it[0] for it in helped.iterations]
-    assert depths == sorted(set(depths)) and depths[-1] == helped.depth == 7 and not helped.exact
+    # Split over two threads: every depth in turn, to 7.
+    split = searcher.search(start, depth=7, threads=2)
+    assert [it[0] for it in split.iterations] == list(range(1, 8)) and split.depth == 7 and not split.exact
     assert len(result.line) == 7 and result.line[0] == result.move
     game = Game(start)
     for move in result.line:  # the principal line is legal
@@ -530,28 +529,71 @@ def test_a_depth_limited_entry_cuts_as_an_estimate_and_never_in_bounds(table_dir
     assert result.lower <= truth <= result.upper  # the bounds searched the child
 
 
-def test_a_helper_hands_a_deeper_iteration_to_the_main_thread(table_dir):
-    """A helper's finished depth at or beyond the main thread's is adopted,
-    and its flag never hides a stop."""
-    from solver.search import STOP, STOPPED, SUPERSEDED, SearchResult, _Run
+def _split_run(searcher, position, threads, cycles="own"):
+    from solver.search import SearchResult, _Run, _Workers
 
-    position = Position.initial()
-    searcher = Searcher(table_dir, max_table_seeds=6, threads=2)
-    run = _Run(searcher, position, None, "own", SearchResult(position, "own"), None, 0.0, 2, None)
-    pv, pv_length = np.zeros_like(run.pv), np.zeros_like(run.pv_length)
-    pv[0, :3], pv_length[0] = [5, 2, 0], 3
-    run.next_depth = 4
-    run._publish(3, 1, False, False, pv, pv_length)  # shallower than the main thread's
-    assert run.published is None and run.control[STOP] == 0
-    run._publish(5, 2, False, True, pv, pv_length)
-    assert run.control[STOP] == SUPERSEDED
-    assert run._adopt(4, True) == (5, 2, False, True, [5, 2, 0])
-    assert run.control[STOP] == 0 and run.published is None
-    run._publish(6, 0, True, False, pv, pv_length)
-    assert run._adopt(6, False) is None  # the main thread finished that depth itself
-    run._publish(7, 0, False, False, pv, pv_length)
-    run.stop()
-    run.control[STOP] = SUPERSEDED  # a helper that wrote its flag just after the stop
-    assert run._adopt(7, True) is not None
-    assert run.control[STOP] == STOPPED
-    run.close()
+    run = _Run(searcher, position, None, cycles, SearchResult(position, cycles), None, 0.0, threads, None)
+    if threads > 1:
+        run._workers = _Workers(run, threads - 1)
+    return run
+
+
+@pytest.mark.parametrize("split_depth", [1, 3])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(24, 40), depth=st.integers(3, 7), rng_seed=st.integers(0, 10**6))
+def test_a_split_search_gives_the_bounds_of_one_kernel(table_dir, monkeypatch, split_depth, seeds, depth, rng_seed):
+    """Far above the tables a bounds search (horizon leaves -n or +n) cuts
+    with proven entries only, so its value does not depend on the order its
+    moves are searched in: split over threads down to `split_depth` plies
+    from the horizon it must equal the kernel's, and its line must be legal."""
+    import solver.search as search_module
+
+    monkeypatch.setattr(search_module, "SPLIT_DEPTH", split_depth)
+    position = random_position(seeds, random.Random(rng_seed))
+    if position.is_over():
+        return
+    searcher = Searcher(table_dir, max_table_seeds=6, hash_mb=1, threads=1)
+    values = {}
+    for threads in (1, 2, 3):
+        for horizon in (1, -1):
+            searcher.tt[:] = 0
+            run = _split_run(searcher, position, threads)
+            try:
+                score, _, nodes, aborted, _ = run.iterate(depth, horizon=horizon)
+            finally:
+                if run._workers is not None:
+                    run._workers.close()
+            assert not aborted and nodes > 0
+            values[threads, horizon] = score
+            line = Game(position)
+            for house in run.pv[0, : run.pv_length[0]]:
+                assert not line.position.is_over()
+                line.play(HOUSE_LETTERS[line.position.to_move][house])
+    for threads in (2, 3):
+        assert values[threads, 1] == values[1, 1] and values[threads, -1] == values[1, -1]
+    assert values[1, 1] <= values[1, -1]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(8, 12), rng_seed=st.integers(0, 10**6))
+def test_a_search_split_at_every_node_is_exact(table_dir, tablebase, monkeypatch, seeds, rng_seed):
+    """Splitting every node of the leftmost line, down to the horizon, keeps
+    exact values exact: the table's value in "split" mode, and the first
+    repetition game's in "own" mode (checked against the naive reference)."""
+    import solver.search as search_module
+
+    monkeypatch.setattr(search_module, "SPLIT_DEPTH", 1)
+    position = random_position(seeds, random.Random(rng_seed))
+    if position.is_over():
+        return
+    searcher = Searcher(table_dir, max_table_seeds=seeds - 1, hash_mb=1, threads=2, component_limit=0)
+    result = searcher.search(position, cycles="split", depth=30)
+    if result.exact:
+        assert result.value == tablebase.value(position) and result.move in tablebase.best_moves(position)
+    result = searcher.search(position, cycles="own", depth=12)
+    if result.exact:
+        try:
+            expected = naive_search_value(position.mover_board().tolist(), naive_value, "own", budget=5_000)
+        except TooLarge:
+            return
+        assert result.value == expected
