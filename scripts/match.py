@@ -207,6 +207,10 @@ class UciEngine:
     """An external engine over the UCI dialect of Aalina and the Aualé GUI."""
 
     HANDSHAKE_SECONDS = 30.0
+    # An engine answers 'isready' once it is ready, which after setoption can
+    # mean reading gigabytes of tables (layers 0..28: about a minute, longer
+    # while another engine reads too); an engine that exits is seen at once.
+    READY_SECONDS = 600.0
 
     def __init__(self, spec, command, options=(), grace=2.0):
         self.spec = spec
@@ -279,8 +283,8 @@ class UciEngine:
             self.start()
         self.send("ucinewgame")
         self.send("isready")
-        if self._wait_for("readyok", self.HANDSHAKE_SECONDS) is None:
-            raise MatchError(f"engine {self.spec!r} did not answer 'isready'")
+        if self._wait_for("readyok", self.READY_SECONDS) is None:
+            raise MatchError(f"engine {self.spec!r} did not answer 'isready' within {self.READY_SECONDS:g} s")
 
     def play(self, game, movetime):
         self._drain()
