@@ -36,12 +36,17 @@ values and whether it is the one tests/data/layer_sha256.json recorded.
 Run with PYTHONPATH at another checkout, it times that checkout's builder
 on the same layer: alternate the two to compare builders back to back.
 
+--busy N keeps N other processes busy (each spinning on one core) for the
+whole build, and records it in the summary: how a build fares when another
+program takes cores. Compare with the same build and --busy 0.
+
 --recorded D reads, for every layer in D, the build time, threads, peak RSS
 and exit passes each file recorded when it was built, and the bytes a
 position on disk: the per-layer rates of builds too long to repeat here.
 """
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -154,6 +159,38 @@ def one_layer(seeds, directory, threads):
     print(json.dumps({"benchmark": "build-layer", "seeds": seeds, "threads": threads, **stats}))
 
 
+class _Spinners:
+    """Processes that each keep one core busy until stopped."""
+
+    def __init__(self, count):
+        code = "while True: pass"
+        self.processes = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(count)]
+
+    def cpu_seconds(self):
+        """CPU seconds the spinners have had so far (from /proc: user + system)."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for process in self.processes:
+            with open(f"/proc/{process.pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+        return total
+
+    def stop(self):
+        for process in self.processes:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def _busy(count):
+    spinners = _Spinners(count)
+    try:
+        yield spinners
+    finally:
+        spinners.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-seeds", type=int, default=20)
@@ -166,6 +203,8 @@ def main():
     parser.add_argument("--layer", type=int, default=None, help="solve this layer alone over --dir's (see above)")
     parser.add_argument("--ceiling", metavar="FILE", default=None,
                         help="benchmarks/memory.py --out JSON: report each layer's share of that update rate")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="keep N CPU-bound processes running during the build (see above)")
     parser.add_argument("--processes", type=int, default=None,
                         help="compare with `mpiexec -n P` on the same cores (see above)")
     args = parser.parse_args()
@@ -203,11 +242,12 @@ def main():
             accesses["seconds"] += seconds
         print(json.dumps({"benchmark": "build", **row}), flush=True)
 
-    with tempfile.TemporaryDirectory(prefix="awele-bench-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="awele-bench-") as scratch, _busy(args.busy) as busy:
         directory = args.dir or scratch
         started = time.perf_counter()
         build.build(args.max_seeds, directory, threads=args.threads, memory=budget, report=report)
         total = time.perf_counter() - started
+        busy_seconds = busy.cpu_seconds()
         file_bytes = sum(os.path.getsize(tables.table_path(directory, n)) for n in range(args.max_seeds + 1))
         positions = sum(index.layer_size(n) for n in range(args.max_seeds + 1))
         summary = {
@@ -225,6 +265,8 @@ def main():
             "scattered_accesses_per_second": (accesses["scattered_accesses"] / accesses["seconds"]
                                               if accesses["seconds"] else None),
             "ceiling_updates_per_second": ceiling,
+            "busy_processes": args.busy,
+            "busy_cpu_seconds": busy_seconds,
             "machine": platform.machine(),
             "cpus": os.cpu_count(),
         }
