@@ -16,8 +16,8 @@ layers include numba's start-up (compilation or cache loading).
 Each built layer's row also gives the scattered accesses the build made, as
 the kernels counted them (not estimated): exit_lookups (one value read in
 a smaller layer per capture looked up) plus stage_accesses (per
-predecessor told, its value byte, and its count nibble when the child was
-won), their sum scattered_accesses, the rate over the exit and stage
+predecessor told, its line: its value byte and, when the child was won,
+its count nibble, which lie in one line), their sum scattered_accesses, the rate over the exit and stage
 seconds, and with --ceiling FILE (the JSON of benchmarks/memory.py --out)
 ceiling_share: that rate over the machine's atomic, prefetched update rate
 on all threads.

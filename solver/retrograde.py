@@ -29,14 +29,20 @@ resolved it).
 
 Once stage 1 ends, what is left is endless play: d = 0.
 
-Working state: 1.5 bytes a position. The value byte holds the value once a
-position is resolved (a number in [-48, 48]); before that it holds the
-position's exit value E as a *pending code*, E with its top bit flipped,
-which always falls outside [-48, 48] (E = -infinity is stored as -49). The
-count of unresolved children (at most 6) and the FRESH bit share a nibble:
-two positions a byte. The value bytes are the layer's slot in the
-LayerStore, so the finished values are already where the layers above read
-them, and the file is written from them directly.
+Working state: 64/42 = 1.52 bytes a position. The value byte holds the
+value once a position is resolved (a number in [-48, 48]); before that it
+holds the position's exit value E as a *pending code*, E with its top bit
+flipped, which always falls outside [-48, 48] (E = -infinity is stored as
+-49). The count of unresolved children (at most 6) and the FRESH bit share
+a nibble: two positions a byte. A layer is solved in the *lined* layout:
+64-byte lines (one cache line each) of 42 value bytes followed by their 21
+count bytes, so that a predecessor told of a won child costs one miss, not
+one in a value array and one in a count array. Once solved, the values are
+moved into the layer's slot in the LayerStore, where the layers above read
+them and the file is written from, a piece at a time, each piece of lines
+given back to the system as it is moved. The distributed build keeps its
+slices in the plain layout (values[rank], counts[rank >> 1], 1.5 bytes a
+position); the kernels take either (`lined`: value_at, count_at).
 
 Parallel scheme. Work is split into blocks of ranks. A propagation sweep
 takes the blocks flagged in the last sweep; for each FRESH position of its
@@ -60,6 +66,7 @@ it reads them, so those misses in the smaller layers overlap.
 """
 
 import contextlib
+import mmap
 import os
 import time
 from collections import namedtuple
@@ -73,6 +80,7 @@ from numba import njit, prange
 from . import index
 from .intrinsics import atomic_add, atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch
 from .layers import LayerStore, byte_histogram, move_value
+from .layers import _reserve as reserve  # the store's lazily backed mapping, for the working lines
 from .rules import LAP_MASKS, RANGE_MASKS, ROW, ROW_ONES, legal_mask, play, terminal_value
 
 MAX_VALUE = index.MAX_SEEDS  # every resolved value lies in [-MAX_VALUE, MAX_VALUE]
@@ -81,8 +89,14 @@ PENDING = 0x80  # pending code = exit value with this bit flipped
 FRESH = 0x8  # bit of a position's nibble: resolved, predecessors not yet told
 CHILDREN = 0x7  # bits of the nibble: non-capturing children not resolved
 MAX_CAPTURE = 15  # the most seeds one move captures: layers n-15..n-2 are the exits'
-WORKING_BYTES = 1.5  # working bytes a position of the layer being built
+WORKING_BYTES = 64 / 42  # working bytes a position of the layer being built (the lined layout)
 
+LINE = 64  # bytes of a line of the lined layout (a cache line): LINE_RANKS value bytes, then their count bytes
+LINE_RANKS = 42  # ranks a line holds: 42 value bytes and 21 count bytes, one byte unused (even: whole count bytes)
+LINE_VALUE_WORDS = (LINE_RANKS + 7) // 8  # words of a line its value bytes lie in
+COUNT_HEAD = np.uint64(0xFFFFFFFFFFFF0000)  # the count bytes (42..47) of a line's sixth word
+FRESH_NIBBLES = np.uint64(0x8888888888888888)  # the FRESH bit of every nibble of a word
+COMPACT_LINES = 1 << 18  # lines (16 MiB) moved to the layer's slot, then given back to the system, at a time
 BLOCK = 1 << 8  # ranks per block: the unit of work one thread owns (even: whole count bytes)
 WALK_LIMIT = 8  # step with the successor walk over gaps up to this, else unrank
 BATCH = 64  # predecessor ranks gathered (and prefetched) before they are updated
@@ -112,9 +126,12 @@ def kernels_cached() -> bool:
 
 
 def working_bytes(size: int) -> int:
-    """Memory of `size` positions while they are solved: the value bytes, a
-    nibble of counts a position and two flag bytes a block."""
-    return size + (size + 1) // 2 + 2 * ((size + BLOCK - 1) // BLOCK)
+    """Memory of `size` positions while they are solved: their lines (a
+    value byte and a nibble of counts a position, 64 bytes for 42), two
+    flag bytes a block, and the last piece of lines not yet given back when
+    the values are moved to the layer's slot (LayerSolver.solve)."""
+    lines = (size + LINE_RANKS - 1) // LINE_RANKS
+    return lines * LINE + 2 * ((size + BLOCK - 1) // BLOCK) + min(lines, COMPACT_LINES) * LINE
 
 
 def exit_layers(seeds: int) -> list[int]:
@@ -142,8 +159,28 @@ def resolved(code: int | np.integer) -> bool | np.bool_:
 
 
 @njit(cache=True, inline="always")
-def _nibble(counts, rank):
-    return (np.int64(counts[rank >> 1]) >> ((rank & 1) << 2)) & 0xF
+def value_at(lined: bool, rank: int) -> int:
+    """Where the value byte of `rank` is: values[rank], or in the lined
+    layout (values and counts one array of 64-byte lines) byte rank % 42 of
+    line rank // 42."""
+    if lined:
+        return (rank // LINE_RANKS) * LINE + rank % LINE_RANKS
+    return rank
+
+
+@njit(cache=True, inline="always")
+def count_at(lined: bool, rank: int) -> int:
+    """Where the count byte of `rank` is (its nibble: (rank & 1) << 2, in
+    both layouts, a line holding an even number of ranks): counts[rank >> 1],
+    or in the lined layout byte 42 + (rank % 42) // 2 of its line."""
+    if lined:
+        return (rank // LINE_RANKS) * LINE + LINE_RANKS + ((rank % LINE_RANKS) >> 1)
+    return rank >> 1
+
+
+@njit(cache=True, inline="always")
+def _nibble(counts, lined, rank):
+    return (np.int64(counts[count_at(lined, rank)]) >> ((rank & 1) << 2)) & 0xF
 
 
 @njit(cache=True, inline="always")
@@ -223,7 +260,7 @@ def child_at(
 
 
 @njit(cache=True, inline="always")
-def _exit_block(seeds, start, stop, values, counts, flat, starts, use, first, rows, where, gains, owners):
+def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, first, rows, where, gains, owners):
     """The exits of ranks start..stop-1 (see exit_pass); returns the look-ups made.
 
     The block's captures are gathered first, their children's value bytes
@@ -235,9 +272,10 @@ def _exit_block(seeds, start, stop, values, counts, flat, starts, use, first, ro
     asked = 0
     for rank in range(start, stop):
         mask = legal_mask(mover, opponent)
+        at_value = value_at(lined, rank)
         if mask == 0:
             if first:
-                values[rank] = pending(terminal_value(mover, opponent))
+                values[at_value] = pending(terminal_value(mover, opponent))
         else:
             children = 0
             for house in range(ROW):
@@ -250,11 +288,11 @@ def _exit_block(seeds, start, stop, values, counts, flat, starts, use, first, ro
                         prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
                         where[asked] = at
                         gains[asked] = captured
-                        owners[asked] = rank
+                        owners[asked] = at_value
                         asked += 1
             if first:
-                values[rank] = pending(NO_EXIT)
-                counts[rank >> 1] |= np.uint8(children << ((rank & 1) << 2))
+                values[at_value] = pending(NO_EXIT)
+                counts[count_at(lined, rank)] |= np.uint8(children << ((rank & 1) << 2))
         _ok, mover, opponent = index.next_packed(mover, opponent, seeds)
     for j in range(asked):
         exit = gains[j] - np.int64(flat[where[j]])
@@ -266,6 +304,7 @@ def _exit_block(seeds, start, stop, values, counts, flat, starts, use, first, ro
 @njit(cache=True, parallel=True)
 def exit_pass(
     seeds: int,
+    size: int,
     values: np.ndarray,
     counts: np.ndarray,
     flat: np.ndarray,
@@ -273,6 +312,7 @@ def exit_pass(
     use: np.ndarray,
     first: bool,
     rows: tuple[np.ndarray, ...],
+    lined: bool,
 ) -> int:
     """One pass of exits over the layer, with the smaller layers marked in `use`.
 
@@ -280,9 +320,10 @@ def exit_pass(
     its best capture into `use`) and its count of non-capturing children;
     a later one raises the pending code where a capture into `use` does
     better. Threads take whole blocks, hence whole count bytes, as they
-    become free. Returns the look-ups made in the smaller layers.
+    become free. Returns the look-ups made in the smaller layers. With
+    `lined`, values and counts are one array in the lined layout
+    (value_at, count_at) and `size` ranks are solved.
     """
-    size = values.shape[0]
     blocks = (size + BLOCK - 1) // BLOCK
     counter = np.zeros(1, dtype=np.int64)
     asked = np.zeros(WORK_SLOTS, dtype=np.int64)
@@ -295,8 +336,8 @@ def exit_pass(
             if block >= blocks:
                 break
             start = block * BLOCK
-            asked[slot] += _exit_block(seeds, start, min(size, start + BLOCK), values, counts, flat, starts, use, first,
-                                       rows, where[slot], gains[slot], owners[slot])
+            asked[slot] += _exit_block(seeds, start, min(size, start + BLOCK), values, counts, lined, flat, starts, use,
+                                       first, rows, where[slot], gains[slot], owners[slot])
     return asked.sum()
 
 
@@ -383,39 +424,60 @@ def _has_byte(word, byte_pattern):
     return ((diff - BYTE_ONES) & ~diff & np.uint64(0x8080808080808080)) != 0
 
 
+@njit(cache=True, inline="always")
+def _seed_rank(stage, rank, values, counts, lined):
+    """Resolve `rank` if it is a seed of the stage (flagged FRESH); 1 if it was."""
+    at = value_at(lined, rank)
+    code = values[at]
+    if code == pending(stage):
+        values[at] = stage
+    elif code == pending(-stage) and _nibble(counts, lined, rank) & CHILDREN == 0:
+        values[at] = -stage
+    else:
+        return 0
+    counts[count_at(lined, rank)] |= np.uint8(FRESH << ((rank & 1) << 2))
+    return 1
+
+
 @njit(cache=True)
-def _seed_block(stage, start, stop, values, counts, value_words, plus, minus):
+def _seed_block(stage, start, stop, values, counts, lined, value_words, plus, minus):
+    """The seeds of ranks start..stop-1, looked for in the words holding a
+    pending code of +stage or -stage (in the lined layout, the words of a
+    line's value bytes; the last of them also holds count bytes, which can
+    only make a word looked into for nothing)."""
     count = 0
-    plus_code = pending(stage)
-    minus_code = pending(-stage)
+    if lined:
+        for line in range(start // LINE_RANKS, (stop - 1) // LINE_RANKS + 1):
+            for word in range(LINE_VALUE_WORDS):
+                bits = value_words[line * (LINE // 8) + word]
+                if not (_has_byte(bits, plus) or _has_byte(bits, minus)):
+                    continue
+                for slot in range(8 * word, min(8 * word + 8, LINE_RANKS)):
+                    rank = line * LINE_RANKS + slot
+                    if start <= rank < stop:
+                        count += _seed_rank(stage, rank, values, counts, lined)
+        return count
     for word in range(start // 8, (stop + 7) // 8):
         bits = value_words[word]
         if not (_has_byte(bits, plus) or _has_byte(bits, minus)):
             continue
         for rank in range(word * 8, min(stop, word * 8 + 8)):
-            code = values[rank]
-            if code == plus_code:
-                values[rank] = stage
-            elif code == minus_code and _nibble(counts, rank) & CHILDREN == 0:
-                values[rank] = -stage
-            else:
-                continue
-            counts[rank >> 1] |= np.uint8(FRESH << ((rank & 1) << 2))
-            count += 1
+            count += _seed_rank(stage, rank, values, counts, lined)
     return count
 
 
 @njit(cache=True, parallel=True)
 def seed_stage(
-    stage: int, values: np.ndarray, counts: np.ndarray, value_words: np.ndarray, flags: np.ndarray
+    stage: int, size: int, values: np.ndarray, counts: np.ndarray, value_words: np.ndarray, flags: np.ndarray,
+    lined: bool,
 ) -> int:
-    """Resolve the stage's seeds in place (E = +stage, or E = -stage with no
-    unresolved child) and flag their blocks; return how many.
+    """Resolve the stage's seeds among the `size` ranks in place (E = +stage,
+    or E = -stage with no unresolved child) and flag their blocks; return
+    how many.
 
     The value bytes are scanned eight at a time (as words of `value_words`),
     looking only into words that hold the pending code of +stage or -stage.
     """
-    size = values.shape[0]
     blocks = flags.shape[0]
     plus = np.uint64(np.int64(pending(stage)) & 0xFF) * BYTE_ONES
     minus = np.uint64(np.int64(pending(-stage)) & 0xFF) * BYTE_ONES
@@ -428,7 +490,8 @@ def seed_stage(
                 break
             for block in range(first, min(blocks, first + SEED_CHUNK)):
                 start = block * BLOCK
-                count = _seed_block(stage, start, min(size, start + BLOCK), values, counts, value_words, plus, minus)
+                count = _seed_block(stage, start, min(size, start + BLOCK), values, counts, lined, value_words, plus,
+                                    minus)
                 if count:
                     flags[block] = 1
                 found[slot] += count
@@ -441,17 +504,19 @@ def predecessors(
     opponent: np.uint64,
     seeds: int | np.integer,
     lo: int,
+    size: int,
     values: np.ndarray,
     counts: np.ndarray,
+    lined: bool,
     with_counts: bool,
     found: np.ndarray,
     count: int,
 ) -> int:
     """Append the ranks of the in-layer predecessors of a position (words of
     the child) to found[count:]; return the new count. The value byte (and
-    count byte, when `with_counts`) of each rank held here (values[0] being
-    rank `lo`) is prefetched, so the caller can update a batch with its
-    misses overlapped.
+    count byte, when `with_counts`) of each rank held here (`size` ranks
+    from `lo`) is prefetched, so the caller can update a batch with its
+    misses overlapped; in the lined layout both lie in one line.
 
     Un-sowing. The parent's own row after the move is the child's opponent
     row, and its origin house h is empty there. Sowing k = 11q + r seeds from
@@ -501,9 +566,9 @@ def predecessors(
                             continue
                 parent = index.rank_packed(parent_mover, parent_opponent, seeds)
                 local = parent - lo
-                if 0 <= local < values.shape[0]:
-                    prefetch(values, local)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
-                    if with_counts:
+                if 0 <= local < size:
+                    prefetch(values, value_at(lined, local))  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+                    if with_counts and not lined:
                         prefetch(counts, local >> 1)
                 found[count] = parent
                 count += 1
@@ -513,7 +578,7 @@ def predecessors(
 
 
 @njit(cache=True, inline="always")
-def _tell(rank, child_value, stage, values, counts, next_flags):
+def _tell(rank, child_value, stage, values, counts, lined, next_flags):
     """A child of `rank` was resolved at child_value (+-stage); update `rank`.
 
     At -stage the predecessor is won (+stage). At +stage it has one unresolved
@@ -521,38 +586,42 @@ def _tell(rank, child_value, stage, values, counts, next_flags):
     (-stage). The compare-and-swap of the pending code makes exactly one
     thread the resolver. Returns the scattered accesses it made: 1 (the
     value byte) or 2 (the value byte and the count nibble, which lie in
-    different arrays); the resolver's writes go to lines it has just read.
+    different arrays, or in one line in the lined layout: 1); the
+    resolver's writes go to lines it has just read.
     """
-    code = values[rank]
+    at_value = value_at(lined, rank)
+    code = values[at_value]
     if resolved(code):
         return 1
+    at_count = count_at(lined, rank)
+    both = 1 if lined or child_value < 0 else 2
     if child_value < 0:
         value = stage
     else:
         shift = (rank & 1) << 2
-        old = atomic_sub(counts, rank >> 1, np.uint8(1 << shift))
+        old = atomic_sub(counts, at_count, np.uint8(1 << shift))
         if (np.int64(old) >> shift) & CHILDREN != 1:
-            return 2
-        code = values[rank]
+            return both
+        code = values[at_value]
         if resolved(code) or pending_exit(code) > -stage:
-            return 2
+            return both
         value = -stage
-    if compare_and_swap(values, rank, code, np.int8(value)):  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
-        atomic_or(counts, rank >> 1, np.uint8(FRESH << ((rank & 1) << 2)))
+    if compare_and_swap(values, at_value, code, np.int8(value)):  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+        atomic_or(counts, at_count, np.uint8(FRESH << ((rank & 1) << 2)))
         next_flags[rank // BLOCK] = 1
-    return 1 if child_value < 0 else 2
+    return both
 
 
 @njit(cache=True, inline="always")
-def _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent):
+def _tell_batch(found, told, count, lo, size, stage, values, counts, lined, next_flags, outbox, sent):
     """Tell a batch of predecessors: those held here at once, the others
     (another process's slice) into `outbox` as (rank << 1) | (child lost).
     Returns the new outbox length and the scattered accesses made here."""
     accesses = 0
     for i in range(count):
         local = found[i] - lo
-        if 0 <= local < values.shape[0]:
-            accesses += _tell(local, told[i], stage, values, counts, next_flags)
+        if 0 <= local < size:
+            accesses += _tell(local, told[i], stage, values, counts, lined, next_flags)
         else:
             outbox[sent] = (found[i] << 1) | (1 if told[i] < 0 else 0)
             sent += 1
@@ -560,11 +629,19 @@ def _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbo
 
 
 @njit(cache=True, inline="always")
-def _propagate_block(stage, seeds, lo, block, values, counts, next_flags, rows, found, told, outbox, sent, room,
-                     tally):
+def _line_fresh(words, line):
+    """Whether any position of a line (lined layout; `words`: the array as
+    uint64) is FRESH: its count bytes are bytes 42..63, in words 5..7."""
+    at = line * (LINE // 8)
+    return ((words[at + 5] & COUNT_HEAD) | words[at + 6] | words[at + 7]) & FRESH_NIBBLES != 0
+
+
+@njit(cache=True, inline="always")
+def _propagate_block(stage, seeds, lo, size, block, values, counts, lined, words, next_flags, rows, found, told, outbox,
+                     sent, room, tally):
     """propagate() for one block: (FRESH positions processed, new outbox length);
-    tally[0] gains the predecessors told here, tally[1] the scattered accesses."""
-    size = values.shape[0]
+    tally[0] gains the predecessors told here, tally[1] the scattered accesses.
+    In the lined layout a line with nothing FRESH is passed in one test."""
     start = block * BLOCK
     stop = min(size, start + BLOCK)
     current = -1
@@ -572,28 +649,37 @@ def _propagate_block(stage, seeds, lo, block, values, counts, next_flags, rows, 
     opponent = np.uint64(0)
     count = 0
     done = 0
-    for local in range(start, stop):
+    local = start - 1
+    while True:
+        local += 1
+        if local >= stop:
+            break
+        if lined and (local == start or local % LINE_RANKS == 0) and not _line_fresh(words, local // LINE_RANKS):
+            local = (local // LINE_RANKS + 1) * LINE_RANKS - 1
+            continue
         shift = (local & 1) << 2
-        if (np.int64(counts[local >> 1]) >> shift) & FRESH == 0:
+        at_count = count_at(lined, local)
+        if (np.int64(counts[at_count]) >> shift) & FRESH == 0:
             continue
         if sent > room:
             next_flags[block] = 1  # outbox full: the rest of the block next sweep
             break
-        atomic_and(counts, local >> 1, np.uint8(~(FRESH << shift) & 0xFF))
+        atomic_and(counts, at_count, np.uint8(~(FRESH << shift) & 0xFF))
         done += 1
         mover, opponent = _position_at(lo + local, current, mover, opponent, seeds, rows)
         current = lo + local
-        value = values[local]
-        added = predecessors(mover, opponent, seeds, lo, values, counts, value > 0, found, count)
+        value = values[value_at(lined, local)]
+        added = predecessors(mover, opponent, seeds, lo, size, values, counts, lined, value > 0, found, count)
         told[count:added] = value
         count = added
         if count >= BATCH:
             tally[0] += count
-            sent, accesses = _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent)
+            sent, accesses = _tell_batch(found, told, count, lo, size, stage, values, counts, lined, next_flags, outbox,
+                                         sent)
             tally[1] += accesses
             count = 0
     tally[0] += count
-    sent, accesses = _tell_batch(found, told, count, lo, stage, values, counts, next_flags, outbox, sent)
+    sent, accesses = _tell_batch(found, told, count, lo, size, stage, values, counts, lined, next_flags, outbox, sent)
     tally[1] += accesses
     return done, sent
 
@@ -609,11 +695,14 @@ def propagate(
     next_flags: np.ndarray,
     rows: tuple[np.ndarray, ...],
     scratch: "Scratch",
+    lined_ranks: int = 0,
 ) -> int:
     """Tell the predecessors of every FRESH position of the `active` blocks.
 
     The arrays hold a slice of the layer: values[i] is rank lo + i (lo a
-    multiple of BLOCK; the whole layer when one process builds it).
+    multiple of BLOCK; the whole layer when one process builds it). With
+    `lined_ranks`, values and counts are one array holding that many ranks
+    in the lined layout (value_at, count_at).
     Predecessors outside the slice go to the threads' outboxes
     (scratch.outbox[thread, :scratch.sent[thread]]) for their owners; a
     thread whose outbox has no room for another position's predecessors
@@ -624,7 +713,9 @@ def propagate(
     are updated, so the cache misses of those scattered updates overlap.
     Threads take the active blocks one at a time as they become free.
     """
-    size = values.shape[0]
+    lined = lined_ranks > 0
+    size = lined_ranks if lined else values.shape[0]
+    words = counts[: counts.shape[0] // 8 * 8].view(np.uint64)  # read only in the lined layout (whole lines)
     processed = np.zeros(WORK_SLOTS, dtype=np.int64)
     capacity = scratch.outbox.shape[1]
     room = capacity - BATCH - MAX_PREDECESSORS if capacity > 0 else size * MAX_PREDECESSORS
@@ -643,9 +734,9 @@ def propagate(
             item = _take(counter, 1)
             if item >= active.shape[0]:
                 break
-            done, sent = _propagate_block(stage, seeds, lo, active[item], values, counts, next_flags, rows,
-                                          founds[thread], tolds[thread], outboxes[thread], sent, room,
-                                          tallies[thread])
+            done, sent = _propagate_block(stage, seeds, lo, size, active[item], values, counts, lined, words,
+                                          next_flags, rows, founds[thread], tolds[thread], outboxes[thread], sent,
+                                          room, tallies[thread])
             processed[slot] += done
         sent_counts[thread] = sent
     return processed.sum()
@@ -666,7 +757,7 @@ def tell_received(
                 break
             for i in range(first, min(total, first + RANK_CHUNK)):
                 update = updates[i]
-                _tell((update >> 1) - lo, -stage if update & 1 else stage, stage, values, counts, next_flags)
+                _tell((update >> 1) - lo, -stage if update & 1 else stage, stage, values, counts, False, next_flags)
 
 
 @njit(cache=True, parallel=True)
@@ -697,7 +788,7 @@ def propagate_graph(
                 atomic_and(counts, node >> 1, np.uint8(~(FRESH << shift) & 0xFF))
                 processed[slot] += 1
                 for edge in range(first[node], first[node + 1]):
-                    _tell(parents[edge], values[node], stage, values, counts, next_flags)
+                    _tell(parents[edge], values[node], stage, values, counts, False, next_flags)
     return processed.sum()
 
 
@@ -722,6 +813,36 @@ def settle_endless(values: np.ndarray) -> None:
             for rank in range(first, min(size, first + RANK_CHUNK)):
                 if not resolved(values[rank]):
                     values[rank] = 0
+
+
+@njit(cache=True)
+def line_histogram(cells: np.ndarray, size: int) -> np.ndarray:
+    """byte_histogram of the value bytes of `size` ranks in the lined layout."""
+    counts = np.zeros(256, dtype=np.int64)
+    for line in range((size + LINE_RANKS - 1) // LINE_RANKS):
+        for slot in range(min(LINE_RANKS, size - line * LINE_RANKS)):
+            counts[np.uint8(cells[line * LINE + slot])] += 1
+    return counts
+
+
+@njit(cache=True, parallel=True)
+def compact_lines(cells: np.ndarray, size: int, out: np.ndarray, first_line: int, last_line: int) -> None:
+    """The value bytes of lines first_line..last_line-1 (of `size` ranks in
+    the lined layout) into out[rank], in rank order: the layer's slot of
+    the store. What no stage resolved is endless play: 0 (settle_endless)."""
+    counter = np.zeros(1, dtype=np.int64)
+    lines = last_line - first_line
+    step = RANK_CHUNK // LINE_RANKS
+    for _slot in prange(WORK_SLOTS):
+        while True:
+            first = _take(counter, step)
+            if first >= lines:
+                break
+            for line in range(first_line + first, first_line + min(lines, first + step)):
+                base = line * LINE_RANKS
+                for slot in range(min(LINE_RANKS, size - base)):
+                    code = cells[line * LINE + slot]
+                    out[base + slot] = code if resolved(code) else 0
 
 
 @njit(cache=True, inline="always")
@@ -822,6 +943,7 @@ def run_stages(
     first_stage: int | None = None,
     everywhere: Callable[[int], int] | None = None,
     after_stage: Callable[[int], None] | None = None,
+    lined_ranks: int = 0,
 ) -> tuple[list[StageReport], float]:
     """The staged algorithm over positions whose value bytes hold pending codes
     and whose nibbles hold child counts: stages seeds..1, each seeded and then
@@ -835,12 +957,16 @@ def run_stages(
     the processes (a stage ends when no process has anything FRESH), every
     process sweeps as often as the busiest, and `first_stage` resumes after
     a checkpoint that `after_stage(stage)` took. Returns the stage reports
-    and the seconds spent seeding.
+    and the seconds spent seeding. With `lined_ranks`, values and counts
+    are one array holding that many ranks in the lined layout, and endless
+    play is left pending: compact_lines settles it as it moves the values.
     """
-    blocks = (values.shape[0] + BLOCK - 1) // BLOCK
+    lined = lined_ranks > 0
+    size = lined_ranks if lined else values.shape[0]
+    blocks = (size + BLOCK - 1) // BLOCK
     flags = np.zeros(blocks, dtype=np.uint8)
     next_flags = np.zeros(blocks, dtype=np.uint8)
-    codes = byte_histogram(values)
+    codes = line_histogram(values, size) if lined else byte_histogram(values)
     seed_seconds = 0.0
     stages = []
     # The kernels share their work through a counter (_take), one loop
@@ -849,13 +975,13 @@ def run_stages(
     # thread: starting the others would cost more than it saves, and much
     # more when a busy core makes every parallel loop wait for a time slice.
     previous_chunk = numba.set_parallel_chunksize(0)
-    small = values.shape[0] < SERIAL_SIZE
+    small = size < SERIAL_SIZE
     try:
         for stage in range(seeds if first_stage is None else first_stage, 0, -1):
             tick = time.perf_counter()
             if codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF]:
                 with thread_count(1 if small else None):
-                    seed_stage(stage, values, counts, value_words, flags)
+                    seed_stage(stage, size, values, counts, value_words, flags, lined)
             seed_seconds += time.perf_counter() - tick
             found = 0
             sweeps = 0
@@ -873,8 +999,9 @@ def run_stages(
                 after_stage(stage)
             if progress:
                 progress(f"stage {stage}", (seeds - stage + 1) / seeds)
-        with thread_count(1 if small else None):
-            settle_endless(values)
+        if not lined:
+            with thread_count(1 if small else None):
+                settle_endless(values)
     finally:
         numba.set_parallel_chunksize(previous_chunk)
     return stages, seed_seconds
@@ -906,14 +1033,22 @@ def solve_graph(
 
 
 class LayerSolver:
-    """The build of one layer, in its slot of a LayerStore, step by step.
+    """The build of one layer, for its slot of a LayerStore, step by step.
 
     ``exits(layers)`` runs one exit pass with those smaller layers (they must
     be loaded in the store); once every layer of :func:`exit_layers` has
-    been through a pass, ``solve()`` runs the stages, settles endless play
-    and marks the layer loaded in the store. The caller decides which
-    smaller layers are resident during which pass (solver.build does, by
-    its memory budget); :func:`solve_layer` is the all-in-memory path.
+    been through a pass, ``solve()`` runs the stages, moves the values into
+    the layer's slot settling endless play, and marks the layer loaded in
+    the store. The caller decides which smaller layers are resident during
+    which pass (solver.build does, by its memory budget); :func:`solve_layer`
+    is the all-in-memory path.
+
+    The working state is in the lined layout (value_at, count_at): each
+    64-byte line holds 42 positions' value bytes and their 21 count bytes,
+    so that telling a predecessor its child was won touches one line, not
+    one in each of two arrays. The lines are an anonymous mapping of their
+    own; solve() moves them into the slot a piece at a time, giving each
+    piece back to the system once moved, so the two are never both whole.
     """
 
     def __init__(self, seeds: int, store: LayerStore, rows: tuple[np.ndarray, ...] | None = None) -> None:
@@ -924,11 +1059,14 @@ class LayerSolver:
         if seeds > store.max_seeds:
             raise ValueError(f"layer {seeds} has no slot in a store of layers 0..{store.max_seeds}")
         store.loaded[seeds] = False
-        start = int(store.starts[seeds])
-        padded = (self.size + 7) // 8 * 8  # the slot is page-padded: room for whole words
-        self.values = store.flat[start : start + self.size]
-        self.value_words = store.flat[start : start + padded].view(np.uint64)
-        self.counts = np.zeros((self.size + 1) // 2, dtype=np.uint8)
+        self.lines = (self.size + LINE_RANKS - 1) // LINE_RANKS
+        self._area, self.values = reserve(self.lines * LINE)
+        # Huge pages where the system gives them: the updates land anywhere in
+        # the lines, and with 4 KiB pages nearly every one also misses the TLB.
+        with contextlib.suppress(OSError, AttributeError):
+            self._area.madvise(mmap.MADV_HUGEPAGE)
+        self.counts = self.values.view(np.uint8)
+        self.value_words = self.values.view(np.uint64)
         self.done: set[int] = set()
         self.exit_seconds = 0.0
         self.passes = 0
@@ -950,8 +1088,8 @@ class LayerSolver:
         use[layers] = True
         started = time.perf_counter()
         with thread_count(1 if self.size < SERIAL_SIZE else None):
-            self.exit_lookups += int(exit_pass(self.seeds, self.values, self.counts, self.store.flat,
-                                               self.store.starts, use, self.passes == 0, self.rows))
+            self.exit_lookups += int(exit_pass(self.seeds, self.size, self.values, self.counts, self.store.flat,
+                                               self.store.starts, use, self.passes == 0, self.rows, True))
         self.exit_seconds += time.perf_counter() - started
         self.passes += 1
         self.done.update(layers)
@@ -968,11 +1106,21 @@ class LayerSolver:
         scratch = make_scratch(numba.get_num_threads())
 
         def sweep(stage, active, next_flags):
-            return propagate(stage, seeds, 0, self.values, self.counts, active, next_flags, self.rows, scratch)
+            return propagate(stage, seeds, 0, self.values, self.counts, active, next_flags, self.rows, scratch, size)
 
-        stages, seed_seconds = run_stages(seeds, self.values, self.value_words, self.counts, sweep, progress)
+        stages, seed_seconds = run_stages(seeds, self.values, self.value_words, self.counts, sweep, progress,
+                                          lined_ranks=size)
         working = self.working_bytes
-        self.counts = None  # type: ignore[assignment]  # freed once solved: solve() runs once
+        slot = self.store.layer(seeds)
+        with thread_count(1 if size < SERIAL_SIZE else None):
+            for first in range(0, self.lines, COMPACT_LINES):
+                last = min(self.lines, first + COMPACT_LINES)
+                compact_lines(self.values, size, slot, first, last)
+                with contextlib.suppress(OSError):  # no madvise: the pages go when the mapping does
+                    self._area.madvise(mmap.MADV_DONTNEED, first * LINE, (last - first) * LINE)
+        # Freed once solved (solve() runs once): the arrays first, as they hold the mapping's buffer.
+        self.values = self.counts = self.value_words = None  # type: ignore[assignment]
+        self._area.close()
         self.store.mark_loaded(seeds)
         stage_seconds = time.perf_counter() - started
         return {
@@ -985,7 +1133,7 @@ class LayerSolver:
             "stages": [(s.stage, s.resolved, s.sweeps) for s in stages],
             "working_bytes": working,
             # Scattered accesses, counted by the kernels: a value read in a smaller
-            # layer per capture, and a value byte (plus a count nibble) per
+            # layer per capture, and a line (its value byte and count nibble) per
             # predecessor told.
             "exit_lookups": self.exit_lookups,
             "predecessors_told": int(scratch.tally[:, 0].sum()),

@@ -71,9 +71,28 @@ def test_the_kernels_count_the_scattered_accesses_they_make(threads):
                 lost_child += child_value > 0
     assert stats["exit_lookups"] == captures
     assert stats["predecessors_told"] == told
-    # A value byte per tell, and a count nibble when the child was won (unless
-    # the predecessor was already resolved): between the two bounds.
-    assert told <= stats["stage_accesses"] <= told + lost_child
+    # One line per tell: the value byte, and the count nibble in the same line
+    # when the child was won (the layer's lined layout).
+    assert lost_child > 0
+    assert stats["stage_accesses"] == told
+
+
+def test_the_lined_layout_gives_each_rank_its_own_bytes_in_one_line():
+    """value_at and count_at: every rank its own value byte, two ranks a
+    count byte (the even one in the low nibble), both in the rank's 64-byte
+    line, the line's count bytes after its value bytes, and no byte shared
+    between a value and a count."""
+    size = 5 * retrograde.LINE_RANKS + 7
+    values = [retrograde.value_at(True, r) for r in range(size)]
+    counts = [retrograde.count_at(True, r) for r in range(size)]
+    assert len(set(values)) == size and not set(values) & set(counts)
+    for rank in range(size):
+        line = rank // retrograde.LINE_RANKS
+        assert values[rank] // retrograde.LINE == counts[rank] // retrograde.LINE == line
+        assert values[rank] % retrograde.LINE < retrograde.LINE_RANKS <= counts[rank] % retrograde.LINE
+        assert rank ^ 1 >= size or counts[rank] == counts[rank ^ 1]
+    assert max(values + counts) < retrograde.working_bytes(size)
+    assert retrograde.value_at(False, 77) == 77 and retrograde.count_at(False, 77) == 38
 
 
 @pytest.mark.parametrize("seeds", range(13))
