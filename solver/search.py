@@ -627,16 +627,8 @@ class Searcher:
         if not isinstance(tablebase, Tablebase):
             raise SearchError(f"tablebase must be a Tablebase or a folder, got {type(tablebase).__name__}")
         self.tablebase = tablebase
-        if isinstance(hash_mb, bool) or not isinstance(hash_mb, (int, float)) or not 0 < hash_mb < float("inf"):
-            raise SearchError(f"hash_mb must be a positive number of MiB, got {hash_mb!r}")
+        self.tt = _transposition_table(_table_entries(hash_mb))
         self.threads = _thread_count(threads)
-        entries = 1 << max(1, int(hash_mb * (1 << 20) // 24).bit_length() - 1)
-        available = available_memory()
-        if 24 * entries > available:
-            raise SearchError(f"a transposition table of {hash_mb:g} MiB does not fit in the "
-                              f"{available / 2**20:,.0f} MiB of memory available")
-        self.tt = np.zeros((entries, 3), dtype=np.uint64)
-        self.tt.fill(0)  # its memory's first touch, here rather than on a search's clock
         self.history = np.zeros((ROW, 49), dtype=np.int64)
         self.component_limit = component_limit
         self.max_table_seeds = index.MAX_SEEDS if max_table_seeds is None else max_table_seeds
@@ -650,6 +642,19 @@ class Searcher:
         self.table_budget: int | None = None  # bytes of tables to read, when chosen by bytes
         self._load_tables(max_table_seeds, table_bytes)
         self._warm_up()
+
+    def configure(self, threads: int | None = None, hash_mb: float | None = None) -> None:
+        """Change the threads (None: every core) and the transposition table's
+        size in MiB (None: keep it; a new size starts an empty table), between
+        searches, keeping the tables read and the solved components."""
+        count = _thread_count(threads)
+        if hash_mb is not None:
+            entries = _table_entries(hash_mb)
+            if entries != self.tt.shape[0]:
+                self.tt = np.zeros((0, 3), dtype=np.uint64)  # the old one's memory goes first
+                self.tt = _transposition_table(entries)
+                self._tt_cycles = None
+        self.threads = count
 
     def __repr__(self) -> str:
         return (f"Searcher({self.tablebase.directory!r}, hash_entries={self.tt.shape[0]}, threads={self.threads}, "
@@ -1423,6 +1428,25 @@ def _predicted(spent):
     last, before = spent[-1], spent[-2]
     growth = last / before if before > 0 else 1.0
     return last * min(max(growth, 1.0), MAX_GROWTH)
+
+
+def _table_entries(hash_mb):
+    """Entries of a transposition table of at most `hash_mb` MiB (a power of two)."""
+    if isinstance(hash_mb, bool) or not isinstance(hash_mb, (int, float)) or not 0 < hash_mb < float("inf"):
+        raise SearchError(f"hash_mb must be a positive number of MiB, got {hash_mb!r}")
+    entries = 1 << max(1, int(hash_mb * (1 << 20) // 24).bit_length() - 1)
+    available = available_memory()
+    if 24 * entries > available:
+        raise SearchError(f"a transposition table of {hash_mb:g} MiB does not fit in the "
+                          f"{available / 2**20:,.0f} MiB of memory available")
+    return entries
+
+
+def _transposition_table(entries):
+    """An empty transposition table of `entries` entries."""
+    tt = np.zeros((entries, 3), dtype=np.uint64)
+    tt.fill(0)  # its memory's first touch, here rather than on a search's clock
+    return tt
 
 
 def _thread_count(threads):

@@ -461,6 +461,19 @@ class UciEngine:
         key = (tables_key, options["hash"], options["threads"], options["evaluation"])
         if self.searcher is not None and key == self._searcher_key:
             return self.searcher
+        if self.searcher is not None and self._searcher_key is not None and \
+                (self._searcher_key[0], self._searcher_key[3]) == (tables_key, options["evaluation"]):
+            # Threads or Hash only: changed in place. A new Searcher would first
+            # wait for the old one's background reader (tens of seconds with
+            # tables to 28 seeds), and meanwhile the engine would not answer.
+            try:
+                self.searcher.configure(threads=options["threads"], hash_mb=options["hash"])
+            except AweleError as error:
+                self.log(f"cannot change the searcher: {error}; keeping it as it was")
+                options["threads"], options["hash"] = self._searcher_key[2], self._searcher_key[1]
+                return self.searcher
+            self._searcher_key = key
+            return self.searcher
         if self.searcher is not None:
             # The tables it reads in the background: let that end before another
             # Searcher reads into the same Tablebase, or before it is closed.

@@ -249,3 +249,27 @@ def test_options_change_the_searcher_in_process(table_dir):
     assert said[0] == "readyok" and said[-1].split()[0] == "bestmove"
     assert not any("source table" in line for line in said)  # UseTables false: searched
     assert len(logged) == 1 and "/no/such/folder" in logged[0]
+
+
+def test_threads_and_hash_change_the_searcher_in_place(table_dir):
+    """A GUI may send Threads or Hash after isready. The Searcher made then keeps
+    its tables (a new one would first wait for the old one's background reader,
+    tens of seconds with big tables, the engine deaf meanwhile); a tables option
+    still makes a new one."""
+    engine = uci.UciEngine(io.StringIO(""), io.StringIO(), io.StringIO(), table_dir)
+    engine.handle("isready")
+    first = engine.searcher
+    assert first is not None
+    engine.handle("setoption name Threads value 1")
+    engine.handle("setoption name Hash value 2")
+    engine.handle("position startpos")
+    engine.handle("go depth 4")
+    engine._thinking.join(60)  # a liveness bound
+    assert engine.searcher is first and first.threads == 1 and first.tt.shape[0] * 24 <= 2 << 20
+    engine.handle("setoption name Hash value 100000000")  # more than the machine has: refused, kept
+    engine.handle("isready")
+    assert engine.searcher is first and first.tt.shape[0] * 24 <= 2 << 20 and engine.options["hash"] == 2
+    engine.handle("setoption name MaxTableSeeds value 6")
+    engine.handle("isready")
+    assert engine.searcher is not first and engine.searcher.threads == 1
+    assert "bestmove" in engine.output.getvalue()
