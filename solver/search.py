@@ -57,6 +57,7 @@ explicit graph, and keeps the values it finds for later searches.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import os
 import queue
@@ -1089,7 +1090,7 @@ class _Run:
         self.progress = progress
         self.started = started
         self.threads = threads
-        self.main = _Buffers(self.path_mover, self.path_opponent, searcher.history)  # this thread's
+        self.main = _Buffers(self.path_mover, self.path_opponent, searcher.history)  # the searching thread's
         self.pv, self.pv_length = self.main.pv, self.main.pv_length
         self.next_depth = 1
         self.houses = []  # principal line of the deepest finished iteration (mover-view houses)
@@ -1159,7 +1160,7 @@ class _Run:
             return score, proven, aborted, on_split, repeat
         # One node of the kernel: the node's score if no move of it needs a
         # search (a game end, a repetition, a table value, a cut, a horizon
-        # leaf); else its moves, in order, in row `ply` of the main stack.
+        # leaf); else its moves, in the kernel's order, in main.top_moves.
         score, proven, nodes, aborted, on_split, repeat = self._kernel(main, ply, depth, window, since, 1, horizon)
         self._count(nodes)
         if not aborted:
@@ -1189,14 +1190,10 @@ class _Run:
             soft = threading.Timer(max(0.0, deadline - _time.perf_counter()), self._expire)
             soft.daemon = True
             soft.start()
-        if self.threads > 1:
-            self._workers = _Workers(self, self.threads - 1)
         try:
-            self._deepen(max_depth, node_budget, deadline)
+            with self._split_threads():
+                self._deepen(max_depth, node_budget, deadline)
         finally:
-            if self._workers is not None:
-                self._workers.close()
-                self._workers = None
             if soft is not None:
                 soft.cancel()
                 soft.join()
@@ -1245,6 +1242,18 @@ class _Run:
             if proven:
                 break
 
+    @contextlib.contextmanager
+    def _split_threads(self):
+        """The other threads of the split search, for the duration of a block."""
+        if self.threads > 1:
+            self._workers = _Workers(self, self.threads - 1)
+        try:
+            yield
+        finally:
+            if self._workers is not None:
+                self._workers.close()
+                self._workers = None
+
     def _layers_in(self) -> int:
         """How many layers the search's tables hold now."""
         return int(self.searcher.tablebase.store.loaded.sum())
@@ -1253,14 +1262,8 @@ class _Run:
         """A proven lower (horizon 1) or upper (horizon -1) bound on the root
         value from a search to `depth` whose horizon leaves are scored as the
         worst or best case for the root's mover; None when stopped first."""
-        if self.threads > 1:
-            self._workers = _Workers(self, self.threads - 1)
-        try:
+        with self._split_threads():
             score, _, used, aborted, _ = self.iterate(depth, horizon=horizon)
-        finally:
-            if self._workers is not None:
-                self._workers.close()
-                self._workers = None
         self.result.nodes += int(used)  # counted, but not an iteration of its own
         return None if aborted else int(score)
 
