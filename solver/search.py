@@ -105,6 +105,11 @@ STOP_MARGIN, STOP_MARGIN_SHARE = 0.010, 0.02  # the stop flag is set this much b
 # control[STOP]: the search is over; this deepening's deadline passed
 STOPPED, EXPIRED = 1, 2
 UNLIMITED = 1 << 62  # a node budget that is no limit
+# Layers that arrive from the background reader during a search restart its
+# deepening when they hold at least the root's seeds less this many (a line
+# of a move's search captures fewer, most of the time); smaller ones are
+# probed from the next iteration on. A judgment, not a measured optimum.
+ARRIVAL_REACH = 12
 SPLIT_DEPTH = 5  # a node of the leftmost line with this many plies left or more is split over the threads
 
 # Transposition table ---------------------------------------------------------
@@ -1205,13 +1210,19 @@ class _Run:
         spent: list[float] = []  # seconds of this deepening's iterations
         layers_in = self._layers_in()
         while self.next_depth <= max_depth and self.control[STOP] == 0:
-            if self._layers_in() > layers_in:
-                # Tables arrived from the background reader: a shallow iteration
-                # may now prove what the deep ones could not. The entries stored
-                # without them would cut it off with unproven scores: start afresh.
+            if self._layers_in() != layers_in:
+                # Tables arrived from the background reader. Near the root, a
+                # shallow iteration may now prove what the deep ones could not,
+                # and entries stored without them would cut it with estimates:
+                # start afresh. Far below the root's seeds, the search seldom
+                # reaches them: go on deepening (starting over there threw a
+                # move's work away whenever a layer came in, for the first tens
+                # of seconds of a game).
+                arrived = self._layers_in() & ~layers_in
                 layers_in = self._layers_in()
-                self.next_depth, spent = 1, []
-                self.searcher.tt[:] = 0
+                if arrived >> max(0, self.position.seeds - ARRIVAL_REACH):
+                    self.next_depth, spent = 1, []
+                    self.searcher.tt[:] = 0
             budget = node_budget - result.nodes
             if budget <= 0:
                 break
@@ -1255,8 +1266,9 @@ class _Run:
                 self._workers = None
 
     def _layers_in(self) -> int:
-        """How many layers the search's tables hold now."""
-        return int(self.searcher.tablebase.store.loaded.sum())
+        """The layers the search's tables hold now, as a bit mask (bit n: layer n)."""
+        loaded = self.searcher.tablebase.store.loaded
+        return sum(1 << n for n in range(loaded.shape[0]) if loaded[n])
 
     def bound(self, horizon, depth):
         """A proven lower (horizon 1) or upper (horizon -1) bound on the root

@@ -3,6 +3,7 @@ reference, the repetition conventions, limits, the CLI."""
 
 import json
 import random
+import threading
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from naive_search import TooLarge, naive_search_value
 from naive_solver import naive_value
 
 from solver import Position, index
+from solver import search as search_module
 from solver.cli import cli
 from solver.errors import GameOverError
 from solver.position import HOUSE_LETTERS, Game
@@ -494,6 +496,47 @@ def test_tables_are_read_in_the_background_by_default(table_dir):
     assert searcher.wait_for_tables(timeout=300)
     assert searcher.table_layers == list(range(13)) and searcher.left_out == {}
     assert searcher.table_budget > 0
+
+
+@pytest.mark.parametrize("reach, depths", [(12, [1, 1]), (1, [1, 2])])
+def test_tables_that_arrive_during_a_search_are_used_by_its_next_iterations(table_dir, tablebase, monkeypatch, reach,
+                                                                            depths):
+    """The background reader brings layers 1..12 in after the first iteration
+    of a 14-seed root. Within ARRIVAL_REACH seeds of the root the deepening
+    starts over; below it, it goes on. Either way the next iteration probes
+    them: every move of these roots captures into the tables, so its value
+    is exact."""
+    rng = random.Random(8)
+    cases = []
+    while len(cases) < 3:
+        position = random_position(14, rng)
+        children = [position.play_capture(move) for move in position.legal_moves()]
+        if children and all(captured and not child.is_over() for child, captured in children):
+            cases.append((position, max(captured - tablebase.value(child) for child, captured in children)))
+    gate = threading.Event()
+    reader = Searcher._load_in_background
+
+    def held_back(self, layers):
+        gate.wait()
+        reader(self, layers)
+
+    monkeypatch.setattr(Searcher, "_load_in_background", held_back)
+    monkeypatch.setattr(search_module, "ARRIVAL_REACH", reach)
+    for position, value in cases:
+        gate.clear()
+        searcher = Searcher(table_dir, hash_mb=8, threads=1)
+        seen = []
+
+        def after(depth, *_, searcher=searcher, seen=seen):
+            seen.append(depth)
+            if not gate.is_set():
+                assert searcher.table_layers == [0]
+                gate.set()
+                assert searcher.wait_for_tables(timeout=300)
+
+        result = searcher.search(position, depth=12, progress=after)
+        assert seen == depths
+        assert result.exact and result.value == value
 
 
 def _capture_into_a_searched_layer(tablebase, rng, seeds, table_seeds):
