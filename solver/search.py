@@ -89,6 +89,7 @@ NO_REPETITION = 1 << 40
 PROVEN = 255  # stored depth of a proven score: good at any depth
 EXACT, LOWER, UPPER = 3, 1, 2
 NO_MOVE = 7
+NO_SCOUT, RESEARCH = 1 << 20, (1 << 20) + 1  # beyond any window: a node's move not scouted, or searched again
 CYCLES = ("own", "split")
 RULES = ("true", "split")  # the repetition rule a value holds under (SearchResult.rule)
 EVALUATIONS = ("learned", "zero")  # how a horizon leaf is scored
@@ -273,6 +274,7 @@ def _search(
     proven = np.empty(stack, np.bool_)
     split_used = np.empty(stack, np.bool_)
     repeat = np.empty(stack, np.int64)
+    scout = np.zeros(stack, np.int64)  # the node's move now searched with a null window above this, else NO_SCOUT
     best_move = np.empty(stack, np.int64)
     moves = np.empty((stack, ROW), np.int64)
     caps = np.empty((stack, ROW), np.int64)
@@ -426,6 +428,7 @@ def _search(
             proven[ply] = True
             split_used[ply] = False
             repeat[ply] = NO_REPETITION
+            scout[ply] = NO_SCOUT
         else:
             # A result for the node at `ply`: hand it to the parent.
             if ply == top:
@@ -433,39 +436,46 @@ def _search(
             ply -= 1
             i = current[ply]
             value = caps[ply, i] - score
-            if score_repeat < repeat[ply]:
-                repeat[ply] = score_repeat
-            if value > best[ply]:
-                best[ply] = value
-                best_move[ply] = moves[ply, i]
-                pv[ply, 0] = moves[ply, i]
-                length = pv_length[ply + 1]
-                pv[ply, 1 : length + 1] = pv[ply + 1, :length]
-                pv_length[ply] = length + 1
-            if best[ply] >= beta[ply]:
-                # Cutoff: a lower bound, proven if this child's score is.
-                if caps[ply, i] == 0:
-                    house = moves[ply, i]
-                    history[house, house_seeds(path_mover[ply], house)] += remaining[ply] * remaining[ply]
-                score = best[ply]
-                score_repeat = repeat[ply]
-                if score_repeat >= ply:
-                    tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, LOWER,
-                             _stored_depth(score_proven, remaining[ply], horizon), best_move[ply], score_split)
-                continue
-            proven[ply] = proven[ply] and score_proven
-            split_used[ply] = split_used[ply] or score_split
-            current[ply] = i + 1
-            if current[ply] == move_count[ply]:
-                score = best[ply]
-                score_proven = proven[ply]
-                score_split = split_used[ply]
-                score_repeat = repeat[ply]
-                if score_repeat >= ply:
-                    bound = EXACT if score > alpha0[ply] else UPPER
-                    tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, bound,
-                             _stored_depth(score_proven, remaining[ply], horizon), best_move[ply], score_split)
-                continue
+            if scout[ply] != NO_SCOUT and scout[ply] < value < beta[ply]:
+                # The null window failed high inside the node's window: the
+                # move may be the best, so it is searched again with the whole
+                # window (the scout's score is only a lower bound; it is dropped).
+                scout[ply] = RESEARCH
+            else:
+                scout[ply] = NO_SCOUT
+                if score_repeat < repeat[ply]:
+                    repeat[ply] = score_repeat
+                if value > best[ply]:
+                    best[ply] = value
+                    best_move[ply] = moves[ply, i]
+                    pv[ply, 0] = moves[ply, i]
+                    length = pv_length[ply + 1]
+                    pv[ply, 1 : length + 1] = pv[ply + 1, :length]
+                    pv_length[ply] = length + 1
+                if best[ply] >= beta[ply]:
+                    # Cutoff: a lower bound, proven if this child's score is.
+                    if caps[ply, i] == 0:
+                        house = moves[ply, i]
+                        history[house, house_seeds(path_mover[ply], house)] += remaining[ply] * remaining[ply]
+                    score = best[ply]
+                    score_repeat = repeat[ply]
+                    if score_repeat >= ply:
+                        tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, LOWER,
+                                 _stored_depth(score_proven, remaining[ply], horizon), best_move[ply], score_split)
+                    continue
+                proven[ply] = proven[ply] and score_proven
+                split_used[ply] = split_used[ply] or score_split
+                current[ply] = i + 1
+                if current[ply] == move_count[ply]:
+                    score = best[ply]
+                    score_proven = proven[ply]
+                    score_split = split_used[ply]
+                    score_repeat = repeat[ply]
+                    if score_repeat >= ply:
+                        bound = EXACT if score > alpha0[ply] else UPPER
+                        tt_store(tt, tt_mask, path_mover[ply], path_opponent[ply], score, bound,
+                                 _stored_depth(score_proven, remaining[ply], horizon), best_move[ply], score_split)
+                    continue
             have_result = False
         # Descend into the next move of the node at `ply`.
         i = current[ply]
@@ -477,6 +487,15 @@ def _search(
         remaining[ply + 1] = remaining[ply] - 1
         alpha[ply + 1] = captured - beta[ply]
         beta[ply + 1] = captured - low
+        if scout[ply] == RESEARCH:
+            scout[ply] = NO_SCOUT
+        elif i > 0 and beta[ply] - low > 1:
+            # Principal variation search: a move after the first is searched
+            # with a null window at `low`, to show it no better; one that is
+            # better is searched again (above). Bounds, proofs and stored
+            # entries are those of alpha-beta on the window each search had.
+            scout[ply] = low
+            alpha[ply + 1] = beta[ply + 1] - 1
         ply += 1
 
 
@@ -1382,11 +1401,28 @@ class _SplitNode:
             if not skip:
                 path_mover[ply + 1], path_opponent[ply + 1] = moves.child_mover[i], moves.child_opponent[i]
                 captured = int(moves.caps[i])
-                score, proven, nodes, aborted, on_split, repeat = run._kernel(
-                    buffers, ply + 1, self.depth - 1, (captured - self.window[1], captured - low),
-                    ply + 1 if captured > 0 else self.since, UNLIMITED, self.horizon)
+                since = ply + 1 if captured > 0 else self.since
+                high = self.window[1]
+                if high - low > 1:
+                    # A null window first, as the kernel does below the first move.
+                    child = run._kernel(buffers, ply + 1, self.depth - 1, (captured - low - 1, captured - low), since,
+                                        UNLIMITED, self.horizon)
+                    with run._lock:
+                        run._nodes += int(child[2])
+                        value = captured - int(child[0])
+                        search_again = not child[3] and low < value < high
+                        if search_again:
+                            low = max(self.window[0], self.best)
+                            search_again = not self.done()
+                else:
+                    search_again = True
+                if search_again:
+                    child = run._kernel(buffers, ply + 1, self.depth - 1, (captured - high, captured - low), since,
+                                        UNLIMITED, self.horizon)
+                    with run._lock:
+                        run._nodes += int(child[2])
+                score, proven, _, aborted, on_split, repeat = child
                 with run._lock:
-                    run._nodes += int(nodes)
                     line = buffers.pv[ply + 1, : buffers.pv_length[ply + 1]].copy()
                     self.take(i, (score, proven, aborted, on_split, repeat), line)
             with run._lock:

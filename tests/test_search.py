@@ -88,7 +88,7 @@ def test_alpha_beta_alone_is_exact_whenever_it_proves_a_value(table_dir, tableba
     rng = random.Random(seeds)
     searcher = Searcher(table_dir, max_table_seeds=seeds - 1, component_limit=0)
     proven = 0
-    for _ in range(150):
+    for _ in range(200):
         position = random_position(seeds, rng)
         if position.is_over():
             continue
