@@ -142,6 +142,25 @@ def test_ctrl_c_stops_perft_at_once_with_aborted_and_130():
     assert process.returncode == 130 and err.strip() == "awele: aborted"
 
 
+def test_ctrl_c_stops_perft_even_when_the_parent_left_sigint_ignored():
+    """A process started with SIGINT ignored gets no KeyboardInterrupt from
+    Python; the command's own handler hears Ctrl-C all the same."""
+    import signal
+    import time
+
+    subprocess.run([sys.executable, "-m", "solver", "perft", "initial", "1"], check=True, capture_output=True)
+    process = subprocess.Popen([sys.executable, "-m", "solver", "perft", "initial", "30"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    time.sleep(4)
+    process.send_signal(signal.SIGINT)
+    try:
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and err.strip() == "awele: aborted"
+
+
 def test_commands_that_read_tables_leave_their_work_to_a_thread_ctrl_c_can_leave(table_dir, monkeypatch):
     """Ctrl-C while h5py reads can land in a weakref callback, where Python
     prints it and goes on (a 31-seed `awele line` then ran to its end): the
