@@ -76,6 +76,7 @@ FEATURES = (
     "mover's capture threat",
 )
 FEATURE_COUNT = len(FEATURES)
+THREAT_FEATURE = FEATURES.index("mover's capture threat")
 
 
 # Kernels ---------------------------------------------------------------------------
@@ -212,7 +213,15 @@ def evaluate(mover: np.uint64, opponent: np.uint64, weights: np.ndarray) -> np.i
     """Estimated d of a packed position that is not over: the weighted
     features (weights: the 2 * FEATURE_COUNT floats of load_weights), rounded
     and clipped to [-n, n]."""
+    return evaluate_and_threat(mover, opponent, weights)[0]
+
+
+@njit(cache=True, inline="always")
+def evaluate_and_threat(mover: np.uint64, opponent: np.uint64, weights: np.ndarray) -> tuple[np.int64, np.int64]:
+    """(evaluate(), the most seeds one move of the mover captures): a leaf
+    that searches its captures needs both, and the features hold the second."""
     values = _features(mover, opponent)
+    threat = np.int64(values[THREAT_FEATURE])
     seeds = values[1]
     scale = seeds / SCALE_SEEDS
     total = 0.0
@@ -220,10 +229,10 @@ def evaluate(mover: np.uint64, opponent: np.uint64, weights: np.ndarray) -> np.i
         total += values[k] * (weights[k] + weights[FEATURE_COUNT + k] * scale)
     estimate = np.int64(np.floor(total + 0.5))
     if estimate > seeds:
-        return np.int64(seeds)
+        return np.int64(seeds), threat
     if estimate < -seeds:
-        return np.int64(-seeds)
-    return estimate
+        return np.int64(-seeds), threat
+    return estimate, threat
 
 
 @njit(cache=True)

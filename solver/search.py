@@ -73,10 +73,10 @@ from numba import njit
 from . import index
 from .component import SolvedComponents
 from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
-from .evaluation import evaluate, load_weights
+from .evaluation import evaluate_and_threat, load_weights
 from .intrinsics import prefetch_row
 from .layers import available_memory, byte_histogram, known_value
-from .limits import MAX_PLY
+from .limits import DEFAULT_QUIESCENCE, MAX_PLY, MAX_QUIESCENCE
 from .position import HOUSE_LETTERS, Game, Position, as_position
 from .probe import WHOLE_LAYER_LIMIT, Tablebase
 from .report import EndReason, MoveValue, Outcome, Rule, ended_value
@@ -212,16 +212,17 @@ def _stored_depth(proven, remaining, horizon):
     """The depth an entry is stored with: PROVEN, the depth searched, or 0 for
     an unproven score of a bounds search (horizon leaves at -n or +n: it
     orders moves, and never cuts, since depth-limited entries cut only at
-    depth 1 or more)."""
+    depth 1 or more) or of a leaf beyond the horizon that tried its captures."""
     if proven:
         return PROVEN
-    return remaining if horizon == 0 else 0
+    return max(remaining, 0) if horizon == 0 else 0
 
 
 @njit(cache=True, nogil=True)
 def _search(
     path_mover, path_opponent, root, top, depth, alpha_top, beta_top, since_top, split, tt, history,
     flat, starts, loaded, partial, partial_starts, max_nodes, control, pv, pv_length, horizon, weights, top_moves,
+    quiescence,
 ):
     """Fail-soft alpha-beta from path[top] to `depth` plies, window
     (alpha_top, beta_top).
@@ -254,7 +255,13 @@ def _search(
 
     A horizon leaf scores evaluation.evaluate(weights) (an empty `weights`:
     0, an even split) unless `horizon` asks for proven bounds; either way it
-    is never proven.
+    is never proven. With `quiescence` q > 0 (and horizon 0) a leaf at
+    ply r beyond the horizon, r < q, then also tries its captures: its score
+    is the larger of that estimate (the mover may make a quiet move instead,
+    "stand pat") and each capture's seeds minus its child's score, so that
+    the search does not stop in the middle of an exchange. Such a score is
+    never proven either, though a capture's exact value can still give a
+    proven lower bound (a cutoff) as at any node.
 
     Why scores mix safely in "split" mode: let V be the value with endless
     play scored 0 (the tables' value). The side winning a position has a
@@ -276,6 +283,7 @@ def _search(
     repeat = np.empty(stack, np.int64)
     scout = np.zeros(stack, np.int64)  # the node's move now searched with a null window above this, else NO_SCOUT
     best_move = np.empty(stack, np.int64)
+    standing = np.empty(stack, np.bool_)  # a leaf beyond the horizon that tries its captures
     moves = np.empty((stack, ROW), np.int64)
     caps = np.empty((stack, ROW), np.int64)
     child_mover = np.empty((stack, ROW), np.uint64)
@@ -378,26 +386,34 @@ def _search(
                     # the worst / best case for the root's mover (-n or +n), which
                     # makes the search value a proven lower / upper bound.
                     score = 0
+                    threat: int | np.int64 = 1  # (captures unknown: an even split's leaf looks for them)
                     if horizon == 0:
                         if weights.shape[0] > 0:
-                            score = evaluate(mover, opponent, weights)
+                            score, threat = evaluate_and_threat(mover, opponent, weights)
                     else:
                         score = board_seeds(mover, opponent)
                         if (ply - root) % 2 == 0:
                             score = -score
                         score *= horizon
                     score_proven = False
-                    continue
+                    if (horizon != 0 or -remaining[ply] >= quiescence or score >= beta[ply] or threat == 0
+                            or ply >= root + MAX_PLY):
+                        continue
+                    standing[ply] = True  # and try the captures, below
+                else:
+                    standing[ply] = False
             else:
+                standing[ply] = False
                 data = tt_probe(tt, tt_mask, mover, opponent)
                 if data != 0:
                     tt_move = tt_unpack(data)[3]
-            have_result = False
             # Generate and order the moves: table move, captures, history.
             count = 0
             for house in range(ROW):
                 if mask & (1 << house):
                     captured, cm, co = play(mover, opponent, house)
+                    if standing[ply] and captured == 0:
+                        continue
                     moves[ply, count] = house
                     caps[ply, count] = captured
                     child_mover[ply, count] = cm
@@ -420,12 +436,15 @@ def _search(
                         child_opponent[ply, j],
                     )
                     j -= 1
+            if standing[ply] and count == 0:
+                continue  # no capture: the estimate stands (have_result, unproven)
+            have_result = False
             move_count[ply] = count
             current[ply] = 0
-            best[ply] = -INFINITE
+            best[ply] = score if standing[ply] else -INFINITE
             best_move[ply] = NO_MOVE
             alpha0[ply] = alpha[ply]
-            proven[ply] = True
+            proven[ply] = not standing[ply]
             split_used[ply] = False
             repeat[ply] = NO_REPETITION
             scout[ply] = NO_SCOUT
@@ -600,6 +619,13 @@ def _stop_loaders() -> None:
         loader.join()
 
 
+def _quiescence(plies: Any) -> int:
+    """Plies of captures beyond the horizon, checked."""
+    if isinstance(plies, bool) or not isinstance(plies, int) or not 0 <= plies <= MAX_QUIESCENCE:
+        raise SearchError(f"quiescence must be an integer 0..{MAX_QUIESCENCE} (plies of captures), got {plies!r}")
+    return plies
+
+
 def default_table_bytes() -> int:
     """Bytes of tables a Searcher reads by default: DEFAULT_TABLE_SHARE of the
     memory available now."""
@@ -630,6 +656,9 @@ class Searcher:
     `evaluation`: how a leaf beyond the horizon is scored: "learned" (the
     estimate of solver.evaluation, with the shipped weights or those of
     `weights_file`) or "zero" (an even split of the seeds left).
+    `quiescence`: plies beyond the horizon in which captures are still
+    searched (0: none), each leaf there keeping its estimate as the score
+    of a quiet move.
     """
 
     def __init__(
@@ -642,10 +671,12 @@ class Searcher:
         evaluation: str = "learned",
         weights_file: str | os.PathLike[str] | None = None,
         threads: int | None = None,
+        quiescence: int = DEFAULT_QUIESCENCE,
     ) -> None:
         if evaluation not in EVALUATIONS:
             raise SearchError(f"evaluation must be one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
         self.evaluation = evaluation
+        self.quiescence = _quiescence(quiescence)
         self.weights = load_weights(weights_file) if evaluation == "learned" else np.zeros(0)
         if tablebase is None or isinstance(tablebase, (str, bytes)) or hasattr(tablebase, "__fspath__"):
             tablebase = Tablebase(tablebase)
@@ -668,11 +699,15 @@ class Searcher:
         self._load_tables(max_table_seeds, table_bytes)
         self._warm_up()
 
-    def configure(self, threads: int | None = None, hash_mb: float | None = None) -> None:
-        """Change the threads (None: every core) and the transposition table's
-        size in MiB (None: keep it; a new size starts an empty table), between
+    def configure(self, threads: int | None = None, hash_mb: float | None = None,
+                  quiescence: int | None = None) -> None:
+        """Change the threads (None: every core), the transposition table's
+        size in MiB (None: keep it; a new size starts an empty table) and the
+        plies of captures beyond the horizon (None: keep them), between
         searches, keeping the tables read and the solved components."""
         count = _thread_count(threads)
+        if quiescence is not None:
+            self.quiescence = _quiescence(quiescence)
         if hash_mb is not None:
             entries = _table_entries(hash_mb)
             if entries != self.tt.shape[0]:
@@ -693,7 +728,7 @@ class Searcher:
         b = _Buffers(path, path.copy(), np.zeros((ROW, 49), np.int64))
         _search(b.path_mover, b.path_opponent, 0, 0, 1, -INFINITE, INFINITE, 0, True, np.zeros((2, 3), np.uint64),
                 np.zeros((ROW, 49), np.int64), *self._arrays(), 100, np.zeros(1, np.int64), b.pv, b.pv_length, 0,
-                self.weights, b.top_moves)
+                self.weights, b.top_moves, self.quiescence)
         # The background reader's histogram check too: loading its compiled code
         # holds the GIL (a search's clock and its Python steps wait on it).
         byte_histogram(np.zeros(1, dtype=np.int8))
@@ -1152,7 +1187,7 @@ class _Run:
         b = buffers
         return _search(b.path_mover, b.path_opponent, self.root, top, depth, window[0], window[1], since, self.split,
                        searcher.tt, b.history, *searcher._arrays(), budget, self.control, b.pv, b.pv_length,
-                       horizon, searcher.weights, b.top_moves)
+                       horizon, searcher.weights, b.top_moves, searcher.quiescence)
 
     def iterate(self, depth, budget=UNLIMITED, horizon=0):
         """Search the root to `depth`: (score, proven, nodes, aborted, on_split).

@@ -52,6 +52,7 @@ from .errors import (
     InvalidPositionError,
     MissingTableError,
 )
+from .limits import DEFAULT_QUIESCENCE, MAX_QUIESCENCE
 from .position import HOUSE_LETTERS, Game, Position
 
 if TYPE_CHECKING:
@@ -253,7 +254,8 @@ class UciEngine:
 
             directory = default_directory()
         self.options: dict[str, Any] = {"hash": 64, "threads": None, "tables": str(directory), "maxtableseeds": -1,
-                        "usetables": True, "cycles": "own", "evaluation": "learned"}
+                        "usetables": True, "cycles": "own", "evaluation": "learned",
+                        "quiescence": DEFAULT_QUIESCENCE}
         self.game = Game()
         self.searcher: Searcher | None = None
         self._searcher_key: tuple | None = None
@@ -412,6 +414,7 @@ class UciEngine:
             "option name UseTables type check default true",
             "option name Cycles type combo default own var own var split",
             "option name Evaluation type combo default learned var learned var zero",
+            f"option name Quiescence type spin default {DEFAULT_QUIESCENCE} min 0 max {MAX_QUIESCENCE}",
         ]
 
     def _set(self, name, value):
@@ -437,6 +440,8 @@ class UciEngine:
             if value not in ("learned", "zero"):
                 raise UciError(f"Evaluation: write learned or zero, got {value!r}")
             self.options["evaluation"] = value
+        elif name == "quiescence":
+            self.options["quiescence"] = self._whole(name, value, 0, MAX_QUIESCENCE)
         else:
             raise UciError(f"no option {name!r}")
 
@@ -458,7 +463,7 @@ class UciEngine:
         max_table_seeds = (None if options["maxtableseeds"] < 0 else options["maxtableseeds"]) \
             if options["usetables"] else -1
         tables_key = (options["tables"], max_table_seeds)
-        key = (tables_key, options["hash"], options["threads"], options["evaluation"])
+        key = (tables_key, options["hash"], options["threads"], options["evaluation"], options["quiescence"])
         if self.searcher is not None and key == self._searcher_key:
             return self.searcher
         if self.searcher is not None and self._searcher_key is not None and \
@@ -467,10 +472,12 @@ class UciEngine:
             # wait for the old one's background reader (tens of seconds with
             # tables to 28 seeds), and meanwhile the engine would not answer.
             try:
-                self.searcher.configure(threads=options["threads"], hash_mb=options["hash"])
+                self.searcher.configure(threads=options["threads"], hash_mb=options["hash"],
+                                        quiescence=options["quiescence"])
             except AweleError as error:
                 self.log(f"cannot change the searcher: {error}; keeping it as it was")
                 options["threads"], options["hash"] = self._searcher_key[2], self._searcher_key[1]
+                options["quiescence"] = self._searcher_key[4]
                 return self.searcher
             self._searcher_key = key
             return self.searcher
@@ -483,7 +490,7 @@ class UciEngine:
                 self._tablebase.close()
             self._tablebase, self._tablebase_key = Tablebase(options["tables"]), tables_key
         arguments = {"hash_mb": options["hash"], "max_table_seeds": max_table_seeds, "threads": options["threads"],
-                     "evaluation": options["evaluation"]}
+                     "evaluation": options["evaluation"], "quiescence": options["quiescence"]}
         try:
             searcher = Searcher(self._tablebase, **arguments)
         except AweleError as error:

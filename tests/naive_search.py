@@ -43,3 +43,37 @@ def naive_search_value(board, lower_value, cycles="split", history=(), budget=20
         return best
 
     return value(tuple(board), [tuple(b) for b in history], root=True)
+
+
+def naive_estimate(board, depth, leaf, table_value, table_seeds, quiescence=0):
+    """d estimated by a plain negamax to `depth` plies from `board` (mover view).
+
+    A position after the root with at most `table_seeds` seeds has its table
+    value `table_value(board)`; a leaf at the horizon scores `leaf(board)`,
+    and for `quiescence` plies beyond it a leaf may also capture: its score
+    is the best of `leaf(board)` (a quiet move) and each capture's seeds
+    minus its child's score. No repetition is looked for (callers search
+    too shallow for one).
+    """
+
+    def value(node, remaining, root=False):
+        terminal = naive_terminal_value(list(node))
+        if terminal is not None:
+            return terminal
+        if not root and sum(node) <= table_seeds:
+            return table_value(node)
+        if remaining <= 0:
+            best = leaf(node)
+            if -remaining >= quiescence:
+                return best
+        else:
+            best = None
+        for house in naive_legal_moves(list(node)):
+            captured, child = naive_play(list(node), house)
+            if remaining <= 0 and not captured:
+                continue
+            score = captured - value(tuple(child), remaining - 1)
+            best = score if best is None else max(best, score)
+        return best
+
+    return value(tuple(board), depth, root=True)

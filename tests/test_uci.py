@@ -79,6 +79,7 @@ def test_a_gui_session_from_the_opening(session):
     assert any(line.startswith("option name Tables type string") for line in hello)
     assert any(line.startswith("option name Threads type spin") for line in hello)
     assert any(line.startswith("option name Evaluation type combo") for line in hello)
+    assert any(line.startswith("option name Quiescence type spin") for line in hello)
     session.send("setoption name Hash value 16", "isready")
     assert session.until("readyok") == ["readyok"]
     session.send("ucinewgame", "isready")
@@ -262,10 +263,13 @@ def test_threads_and_hash_change_the_searcher_in_place(table_dir):
     assert first is not None
     engine.handle("setoption name Threads value 1")
     engine.handle("setoption name Hash value 2")
+    engine.handle("setoption name Quiescence value 3")
+    engine.handle("setoption name Quiescence value 17")  # beyond its range: refused, logged, kept
     engine.handle("position startpos")
     engine.handle("go depth 4")
     engine._thinking.join(60)  # a liveness bound
     assert engine.searcher is first and first.threads == 1 and first.tt.shape[0] * 24 <= 2 << 20
+    assert first.quiescence == 3 and "quiescence" in engine.log_stream.getvalue()
     engine.handle("setoption name Hash value 100000000")  # more than the machine has: refused, kept
     engine.handle("isready")
     assert engine.searcher is first and first.tt.shape[0] * 24 <= 2 << 20 and engine.options["hash"] == 2
