@@ -140,6 +140,14 @@ class Tablebase:
         """The LayerStore holding the layers read whole (kernels read its arrays())."""
         return self._store
 
+    def warm_up(self) -> None:
+        """Load the look-up kernels (compiled, or from numba's cache) now, not
+        at the first probe: a search answering from the tables on a clock
+        calls this first (see Searcher)."""
+        Position.initial().expansion()
+        flat, starts, loaded = self._store.arrays()
+        _values(np.zeros((0, HOUSES), dtype=np.uint8), flat, starts, loaded, np.empty(0, dtype=np.int8))
+
     def loaded_layers(self) -> list[int]:
         """Seed counts held in memory, ascending."""
         return self._store.layers()

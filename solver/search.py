@@ -721,14 +721,24 @@ class Searcher:
                 f"tables_in_memory={self.table_layers})")
 
     def _warm_up(self):
-        """Compile the kernel (or load numba's cache) now, so that a search's time
-        limit is spent searching."""
-        path = np.zeros(MAX_PLY + 2, dtype=np.uint64)
-        path[0] = np.uint64(0x040404040404)  # four seeds in each house of a row: the opening
-        b = _Buffers(path, path.copy(), np.zeros((ROW, 49), np.int64))
-        _search(b.path_mover, b.path_opponent, 0, 0, 1, -INFINITE, INFINITE, 0, True, np.zeros((2, 3), np.uint64),
-                np.zeros((ROW, 49), np.int64), *self._arrays(), 100, np.zeros(1, np.int64), b.pv, b.pv_length, 0,
-                self.weights, b.top_moves, self.quiescence)
+        """Compile every kernel a search calls (or load it from numba's cache)
+        now, so that a search's time limit is spent searching. Each compiled
+        function is loaded on its first call, and on a fresh install compiled
+        then: one first called inside a timed search spends its time there
+        (seen in UCI on a cold cache: the first split node's store into the
+        transposition table took 0.3 s of a 0.3 s move, the first packed
+        position 1 s). So: a split search with a history, a position looked
+        up and its component explored, then everything they left undone.
+        """
+        game = Game(Position.initial())
+        game.play(game.legal_moves()[0])
+        self.search(game, depth=SPLIT_DEPTH + 1, threads=2)
+        self.known(game.position)
+        self.solve_component(game.position, limit=1000)  # "too large": the opening's component is huge
+        self.tablebase.warm_up()
+        self.tt[:] = 0  # (the memory's first touch too: done here, off the first search's clock)
+        self._tt_cycles = None
+        self.history[:] = 0
         # The background reader's histogram check too: loading its compiled code
         # holds the GIL (a search's clock and its Python steps wait on it).
         byte_histogram(np.zeros(1, dtype=np.int8))
