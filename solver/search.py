@@ -734,7 +734,9 @@ class Searcher:
         game.play(game.legal_moves()[0])
         self.search(game, depth=SPLIT_DEPTH + 1, threads=2)
         self.known(game.position)
-        self.solve_component(game.position, limit=1000)  # "too large": the opening's component is huge
+        # A small layer's component, explored one position deep ("too large"): the
+        # opening's layer is too large to be explored at all.
+        self.solve_component("0-0-0-0-1-0/0-0-0-0-0-1 S", limit=1)
         self.tablebase.warm_up()
         self.tt[:] = 0  # (the memory's first touch too: done here, off the first search's clock)
         self._tt_cycles = None
