@@ -738,7 +738,8 @@ class Searcher:
         # opening's layer is too large to be explored at all.
         self.solve_component("0-0-0-0-1-0/0-0-0-0-0-1 S", limit=1)
         self.tablebase.warm_up()
-        self.tt[:] = 0  # (the memory's first touch too: done here, off the first search's clock)
+        # What the warm-up stored goes: searches start as from a new Searcher.
+        self.tt[:] = 0
         self._tt_cycles = None
         self.history[:] = 0
         # The background reader's histogram check too: loading its compiled code

@@ -498,9 +498,6 @@ class UciEngine:
             if self.searcher is None:
                 raise
             return self.searcher
-        # The first search of a Searcher clears its transposition table (the
-        # memory's first touch, tens of milliseconds): done here, off the clock.
-        searcher.search(Position.initial(), depth=1, cycles=options["cycles"])
         self.searcher, self._searcher_key = searcher, key
         return searcher
 
