@@ -3,6 +3,8 @@ reference, the repetition conventions, limits, the CLI."""
 
 import json
 import random
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -709,9 +711,6 @@ print({name: (before.get(name, 0), count) for name, count in after.items() if co
 
 
 def test_a_searcher_loads_every_kernel_its_searches_call_before_the_first(table_dir):
-    import subprocess
-    import sys
-
     done = subprocess.run([sys.executable, "-c", _FIRST_CALLS, table_dir], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
