@@ -260,6 +260,29 @@ def unrank_fast(
 
 
 @njit(cache=True, inline="always")
+def unrank_row(
+    seeds: int | np.integer,
+    rank: int | np.integer,
+    any_words: np.ndarray,
+    any_starts: np.ndarray,
+    opponent_starts: np.ndarray,
+) -> tuple[np.uint64, int, int, int]:
+    """The run of ranks that share the mover's row with `rank` (RowTables
+    arrays): (the mover's word, the run's first rank, its length, where in
+    opponent_words its opponents' words start). Rank first + i of the run
+    has the opponent word opponent_words[start + i]: a scan unranks a rank
+    in the run it has found with one look-up, no search and no division.
+    """
+    mover_seeds, mover_rank, opponent_rank = _split_rank(seeds, rank)
+    return (
+        any_words[any_starts[mover_seeds] + mover_rank],
+        rank - opponent_rank,
+        OPPONENT_ROWS[seeds - mover_seeds],
+        opponent_starts[seeds - mover_seeds],
+    )
+
+
+@njit(cache=True, inline="always")
 def _next_composition(word):
     """The next row of the same seed count in lexicographic order, ignoring the
     empty-house rule: move one seed from the last non-empty house j to house
@@ -277,7 +300,7 @@ def _next_composition(word):
     return True, word
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def next_row(word: np.uint64, seen: int | np.integer) -> tuple[bool, np.uint64]:
     """The next row in rank order (see row_rank); (False, word) after the last."""
     while True:
@@ -288,7 +311,7 @@ def next_row(word: np.uint64, seen: int | np.integer) -> tuple[bool, np.uint64]:
             return True, word
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def next_packed(mover: np.uint64, opponent: np.uint64, seeds: int | np.integer) -> tuple[bool, np.uint64, np.uint64]:
     """The next position of layer `seeds` in rank order: (True, mover, opponent),
     or (False, mover, opponent) unchanged after the last one."""

@@ -85,6 +85,27 @@ def test_successor_is_rank_plus_one(board):
         assert r == index.layer_size(seeds) - 1
 
 
+@pytest.fixture(scope="module")
+def rows_to_30():
+    return index.RowTables(30).arrays
+
+
+@settings(max_examples=300, deadline=None)
+@given(index_boards().filter(lambda board: sum(board) <= 30))
+def test_a_run_of_ranks_shares_the_mover_row_and_unranks_by_one_look_up(rows_to_30, board):
+    """unrank_row: the ranks around a rank whose mover row is the same form
+    one run, and each of them is its mover word plus one opponent word."""
+    any_words, any_starts, opponent_words, opponent_starts = rows_to_30
+    seeds = sum(board)
+    r = index.rank(board)
+    mover, first, length, start = index.unrank_row(seeds, r, any_words, any_starts, opponent_starts)
+    assert first <= r < first + length <= index.layer_size(seeds)
+    for k in (first, r, first + length - 1):
+        assert index.unrank_packed(seeds, k) == (mover, opponent_words[start + k - first])
+    assert first == 0 or index.unrank_packed(seeds, first - 1)[0] != mover
+    assert first + length == index.layer_size(seeds) or index.unrank_packed(seeds, first + length)[0] != mover
+
+
 def test_bad_input_raises_named_errors():
     with pytest.raises(InvalidPositionError):
         index.rank([1] * 12)  # every opponent house occupied: outside the index
