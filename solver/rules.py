@@ -149,7 +149,7 @@ def capture(opponent: np.uint64, last: int) -> tuple[int, np.uint64]:
     return captured, opponent & ~taken
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def legal_mask(mover: np.uint64, opponent: np.uint64) -> int:
     """Bit h set when the mover may play house h (RULES.md rules 1 and 5)."""
     mask = 0
@@ -160,7 +160,7 @@ def legal_mask(mover: np.uint64, opponent: np.uint64) -> int:
     return mask
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def terminal_value(mover: np.uint64, opponent: np.uint64) -> np.int64 | int:
     """Value d for the mover if the game ends before he moves, else NOT_TERMINAL.
 

@@ -1,5 +1,6 @@
 """The retrograde builder and its tables: exact values, files, damage, resume."""
 
+import collections
 import os
 import signal
 import subprocess
@@ -10,6 +11,8 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from naive import naive_legal_moves, naive_play
 from naive_solver import naive_solve
 
@@ -49,6 +52,24 @@ def test_one_and_two_threads_give_the_same_layer():
     assert all(np.array_equal(lower_one.layer(n), lower_two.layer(n)) for n in range(12))
 
 
+@pytest.mark.parametrize("stack", [0, 1, 3])
+def test_a_full_stack_leaves_positions_to_the_sweeps_and_the_values_do_not_change(monkeypatch, solved, stack):
+    """propagate_stage tells of what it resolves depth first, from a stack;
+    a position that finds the stack full is flagged FRESH and told of by a
+    sweep instead. With no room or nearly none, every layer comes out the
+    same, with the same positions resolved in each stage."""
+    monkeypatch.setattr(retrograde, "STACK", stack)
+    store = LayerStore(NAIVE_LAYERS)
+    for seeds in range(NAIVE_LAYERS + 1):
+        values, stats = retrograde.solve_layer(seeds, store, threads=2)
+        assert np.array_equal(values, solved.layer(seeds))
+        if seeds == NAIVE_LAYERS:
+            assert sum(sweeps for _stage, _found, sweeps in stats["stages"]) > len(stats["stages"])
+            monkeypatch.setattr(retrograde, "STACK", 1 << 10)
+            roomy = retrograde.solve_layer(seeds, store, threads=2)[1]
+            assert [found for _s, found, _w in stats["stages"]] == [found for _s, found, _w in roomy["stages"]]
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_the_kernels_count_the_scattered_accesses_they_make(threads):
     # Layer 8 is above SERIAL_SIZE, so with two threads its exit pass is shared.
@@ -75,6 +96,53 @@ def test_the_kernels_count_the_scattered_accesses_they_make(threads):
     # when the child was won (the layer's lined layout).
     assert lost_child > 0
     assert stats["stage_accesses"] == told
+
+
+def _predecessors(seeds, board):
+    """retrograde.predecessors of a board: (ranks, boards of the words it gave), nothing held here."""
+    mover, opponent = index.pack(np.array(board, dtype=np.uint8))
+    room = retrograde.MAX_PREDECESSORS
+    found = np.empty(room, np.int64)
+    movers = np.empty(room, np.uint64)
+    opponents = np.empty(room, np.uint64)
+    nothing = np.zeros(64, np.int8)
+    count = retrograde.predecessors(mover, opponent, seeds, 0, 0, nothing, nothing.view(np.uint8), True, True, found,
+                                    0, movers, opponents)
+    words = [[int(x) for x in index.unpack(m, o)] for m, o in zip(movers[:count], opponents[:count])]
+    return [int(r) for r in found[:count]], words
+
+
+@pytest.mark.parametrize("seeds", [2, 5, 8])
+def test_predecessors_are_exactly_the_positions_a_quiet_move_leads_from(seeds):
+    """Un-sowing against the naive rules played forward over a whole layer:
+    every position's predecessors are the ranks from which a legal move
+    that captures nothing leads to it, each once, with their words."""
+    expected = collections.defaultdict(list)
+    boards = [[int(x) for x in board] for board in index.layer_boards(seeds, 0, index.layer_size(seeds))]
+    for rank, board in enumerate(boards):
+        for house in naive_legal_moves(board):
+            captured, child = naive_play(board, house)
+            if not captured:
+                expected[index.rank(child)].append(rank)
+    for rank, board in enumerate(boards):
+        found, words = _predecessors(seeds, board)
+        assert sorted(found) == sorted(expected[rank]), (board, found, expected[rank])
+        assert words == [boards[parent] for parent in found]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(20, 48).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, index.layer_size(n) - 1))))
+def test_each_predecessor_reaches_the_position_by_a_quiet_move(seeds_rank):
+    """In the big layers, where a whole layer cannot be played forward here:
+    each parent found has a legal move that captures nothing and leads to
+    the position, and its rank is the rank of its words."""
+    seeds, rank = seeds_rank
+    board = [int(x) for x in index.unrank(seeds, rank)]
+    found, words = _predecessors(seeds, board)
+    assert len(set(found)) == len(found)
+    for parent, parent_board in zip(found, words):
+        assert index.rank(parent_board) == parent
+        assert any(naive_play(parent_board, house) == (0, tuple(board)) for house in naive_legal_moves(parent_board))
 
 
 def test_the_lined_layout_gives_each_rank_its_own_bytes_in_one_line():
