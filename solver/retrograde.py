@@ -129,10 +129,12 @@ COMPILE_SECONDS = 30  # numba's first compilation of the builder's kernels on 2 
 def kernels_cached() -> bool:
     """Whether numba's cache holds the builder's kernels (else the first build compiles them)."""
     # Numba's own idea of where the cache is ($NUMBA_CACHE_DIR or __pycache__).
-    folder = getattr(getattr(propagate, "_cache", None), "_cache_path", None) or os.path.join(
+    # propagate_stage: every build of a layer calls it (the sweeps only when its stack fills).
+    folder = getattr(getattr(propagate_stage, "_cache", None), "_cache_path", None) or os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "__pycache__")
     try:
-        return any(name.startswith("retrograde.propagate-") and name.endswith(".nbi") for name in os.listdir(folder))
+        return any(name.startswith("retrograde.propagate_stage-") and name.endswith(".nbi")
+                   for name in os.listdir(folder))
     except OSError:
         return False
 
@@ -437,16 +439,25 @@ def _has_byte(word, byte_pattern):
 
 
 @njit(cache=True, inline="always")
+def _seed_value(stage, code, counts, lined, rank):
+    """The value `rank` (value byte `code`) is a seed of the stage at: +stage
+    for an exit of +stage, -stage for an exit of -stage and no unresolved
+    child; else 0."""
+    if code == pending(stage):
+        return stage
+    if code == pending(-stage) and _nibble(counts, lined, rank) & CHILDREN == 0:
+        return -stage
+    return 0
+
+
+@njit(cache=True, inline="always")
 def _seed_rank(stage, rank, values, counts, lined):
     """Resolve `rank` if it is a seed of the stage (flagged FRESH); 1 if it was."""
     at = value_at(lined, rank)
-    code = values[at]
-    if code == pending(stage):
-        values[at] = stage
-    elif code == pending(-stage) and _nibble(counts, lined, rank) & CHILDREN == 0:
-        values[at] = -stage
-    else:
+    value = _seed_value(stage, values[at], counts, lined, rank)
+    if value == 0:
         return 0
+    values[at] = value
     counts[count_at(lined, rank)] |= np.uint8(FRESH << ((rank & 1) << 2))
     return 1
 
@@ -858,11 +869,8 @@ def _stage_block(stage, seeds, size, start, stop, values, counts, value_words, n
                     continue
                 at = line * LINE + slot
                 code = values[at]
-                if code == pending(stage):
-                    value = stage
-                elif code == pending(-stage) and _nibble(counts, True, rank) & CHILDREN == 0:
-                    value = -stage
-                else:
+                value = _seed_value(stage, code, counts, True, rank)
+                if value == 0:
                     continue
                 # Another thread may resolve it first, telling of one of its children.
                 if not compare_and_swap(values, at, code, np.int8(value)):  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx

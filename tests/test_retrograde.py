@@ -145,6 +145,14 @@ def test_each_predecessor_reaches_the_position_by_a_quiet_move(seeds_rank):
         assert any(naive_play(parent_board, house) == (0, tuple(board)) for house in naive_legal_moves(parent_board))
 
 
+def test_a_build_leaves_the_kernels_cached_so_the_next_one_says_nothing_of_compiling():
+    """kernels_cached() looks for the cache file of a kernel every layer's
+    build calls (a kernel only some builds call would leave a warm cache
+    looking cold, and `awele build` would say it compiles)."""
+    retrograde.solve_up_to(4)
+    assert retrograde.kernels_cached()
+
+
 def test_the_lined_layout_gives_each_rank_its_own_bytes_in_one_line():
     """value_at and count_at: every rank its own value byte, two ranks a
     count byte (the even one in the low nibble), both in the rank's 64-byte
