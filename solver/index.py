@@ -252,11 +252,8 @@ def unrank_fast(
     opponent_starts: np.ndarray,
 ) -> tuple[np.uint64, np.uint64]:
     """(mover, opponent) words of `rank` in layer `seeds`, through RowTables arrays."""
-    mover_seeds, mover_rank, opponent_rank = _split_rank(seeds, rank)
-    return (
-        any_words[any_starts[mover_seeds] + mover_rank],
-        opponent_words[opponent_starts[seeds - mover_seeds] + opponent_rank],
-    )
+    mover, first, _length, start = unrank_row(seeds, rank, any_words, any_starts, opponent_starts)
+    return mover, opponent_words[start + rank - first]
 
 
 @njit(cache=True, inline="always")
