@@ -37,6 +37,8 @@ from .plan import (
     memory_message,
     process_bytes,
     process_memory_message,
+    verify_bytes,
+    verify_groups,
     working_bytes,
 )
 
@@ -351,22 +353,43 @@ def load_layers(directory: str, layers: Iterable[int], store: LayerStore | None 
     return store
 
 
-def verify(directory: str, seeds: int, store: LayerStore | None = None, limit: int = 10) -> tuple[int, list]:
+def verify(directory: str, seeds: int, store: LayerStore | None = None, limit: int = 10,
+           memory: int | None = None) -> tuple[int, list]:
     """Re-check every position of layer `seeds` against its moves.
 
     d(s) must be the best over moves of captured - d(child) (children in the
     smaller tables) or -d(child) (children in this layer), or the terminal
-    value. Needs layer `seeds` and its smaller layers n-15..n-2 in memory.
+    value. Needs layer `seeds` in memory and its smaller layers n-15..n-2,
+    all at once when the budget (`memory`, default: as build's) holds them,
+    else a group at a time: one pass over the layer per group, two bits a
+    position kept between passes (retrograde.check_moves).
     Returns (mismatch count, up to `limit` mismatching boards with stored value).
     """
-    needed = retrograde.exit_layers(seeds) + [seeds]
+    budget = int(memory or default_budget())
+    groups = verify_groups(seeds, budget)
+    needed = set(retrograde.exit_layers(seeds)) | {seeds}
     if store is not None:
         for m in store.layers():
             if m not in needed:
                 store.drop(m)
-    store = load_layers(directory, needed, store)
-    values = store.layer(seeds)
+    store = store if store is not None and store.max_seeds >= seeds else LayerStore(seeds)
+    held = verify_bytes(seeds) - index.layer_size(seeds)  # the bits
+    _make_room(store, {seeds}, 0 if store.loaded[seeds] else index.layer_size(seeds), budget, held)
+    load_layers(directory, [seeds], store)
+    size = index.layer_size(seeds)
+    attained = np.zeros((size + 7) // 8, dtype=np.uint8)
+    beaten = np.zeros((size + 7) // 8, dtype=np.uint8)
     rows = index.RowTables(seeds).arrays
-    count, ranks = retrograde.bellman_mismatches(seeds, values, store.flat, store.starts, rows, limit)
+    groups.sort(key=lambda g: -sum(1 for m in g if store.loaded[m]))  # resident layers first
+    for number, group in enumerate(groups):
+        _make_room(store, set(group) | {seeds}, sum(index.layer_size(m) for m in group if not store.loaded[m]), budget,
+                   held)
+        load_layers(directory, group, store)
+        use = np.zeros(seeds + 1, dtype=np.bool_)
+        use[group] = True
+        retrograde.check_moves(seeds, store.layer(seeds), store.flat, store.starts, rows, use, number == 0, attained,
+                               beaten)
+    count, ranks = retrograde.mismatches(attained, beaten, size, limit)
+    values = store.layer(seeds)
     examples = [(index.unrank(seeds, int(r)).tolist(), int(values[r])) for r in ranks]
     return int(count), examples

@@ -531,9 +531,14 @@ def info(directory: str | None, full: bool, quick: bool, as_json: bool) -> None:
 @cli.command()
 @click.option("--seeds", type=click.IntRange(0, 48), default=None, help="Layer to check (default: every layer built).")
 @_directory_option
+@_memory_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def verify(seeds: int | None, directory: str | None, as_json: bool) -> None:
-    """Re-check every position of a layer against its moves."""
+def verify(seeds: int | None, directory: str | None, memory: str | None, as_json: bool) -> None:
+    """Re-check every position of a layer against its moves.
+
+    A layer is held at a byte a position and two bits more, beside its
+    smaller layers, or beside a group of them at a time (one pass over the
+    layer per group) when they do not all fit in the memory budget."""
     from . import build as builder
     from . import tables
     from .layers import LayerStore
@@ -542,12 +547,13 @@ def verify(seeds: int | None, directory: str | None, as_json: bool) -> None:
     layers = [seeds] if seeds is not None else tables.built_layers(directory)
     if not layers:
         raise UserError(f"no tables in {directory} to verify")
+    budget = _budget(memory) if memory is not None else None
     store = LayerStore(max(layers))
     results = []
     failed = False
     for layer in layers:
         started = time.perf_counter()
-        count, examples = _interruptible(builder.verify, directory, layer, store)
+        count, examples = _interruptible(builder.verify, directory, layer, store, 10, budget)
         seconds = time.perf_counter() - started
         failed = failed or count > 0
         results.append({"seeds": layer, "mismatches": count, "examples": examples, "seconds": seconds})

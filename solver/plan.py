@@ -102,13 +102,38 @@ def exit_groups(seeds: int, budget: int) -> list[list[int]]:
     """The smaller layers of layer `seeds` grouped so that each group fits in
     the budget beside the working state (first fit, largest first); one exit
     pass per group. Raises BuildError when the budget cannot hold the layer."""
-    room = budget - BASE_BYTES - working_bytes(seeds)
-    layers = sorted(retrograde.exit_layers(seeds), key=index.layer_size, reverse=True)
     if least_bytes(seeds) > budget:
         raise BuildError(memory_message(seeds, budget))
+    return _first_fit(retrograde.exit_layers(seeds), budget - BASE_BYTES - working_bytes(seeds))
+
+
+def verify_bytes(seeds: int) -> int:
+    """Memory `awele verify` holds for layer `seeds` beside its smaller
+    layers: the layer at a byte a position and its two bits a position
+    (solver.retrograde.check_moves)."""
+    return index.layer_size(seeds) + retrograde.VERIFY_BITS * ((index.layer_size(seeds) + 7) // 8)
+
+
+def verify_groups(seeds: int, budget: int) -> list[list[int]]:
+    """The smaller layers of layer `seeds` grouped for `awele verify` (first
+    fit, largest first): one pass over the layer per group, each group in
+    memory beside verify_bytes. Raises BuildError when the budget cannot
+    hold the layer and its largest smaller layer."""
+    room = budget - BASE_BYTES - verify_bytes(seeds)
+    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
+    if largest > room:
+        raise BuildError(
+            f"verifying layer {seeds} needs at least {(BASE_BYTES + verify_bytes(seeds) + largest) / 2**30:.1f} GiB "
+            f"(the layer, two bits a position, its largest smaller layer and the process); "
+            f"the memory budget is {budget / 2**30:.1f} GiB")
+    return _first_fit(retrograde.exit_layers(seeds), room)
+
+
+def _first_fit(layers: list[int], room: int) -> list[list[int]]:
+    """`layers` in groups of at most `room` bytes (a byte a position), first fit, largest first."""
     groups: list[list[int]] = []
     group_bytes: list[int] = []  # the smaller layers' bytes in each group
-    for layer in layers:
+    for layer in sorted(layers, key=index.layer_size, reverse=True):
         size = index.layer_size(layer)
         for number, held in enumerate(group_bytes):
             if held + size <= room:

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from naive import naive_legal_moves, naive_play, naive_terminal_value
 
 from solver import build, index, plan, retrograde, tables
 from solver.cli import cli
@@ -51,6 +52,65 @@ def test_larger_layers_verify_and_do_not_depend_on_threads(built16):
     store = build.load_layers(directory, retrograde.exit_layers(16), LayerStore(16))
     single, _ = retrograde.solve_layer(16, store, threads=1)
     assert _digest(single) == HASHES[16]
+
+
+def _naive_mismatches(layers, seeds):
+    """Ranks of layer `seeds` whose value is not the best over its moves, by
+    the naive rules (tests/naive.py): `layers[m]` holds layer m's values."""
+    wrong = []
+    for rank, board in enumerate(index.layer_boards(seeds, 0, index.layer_size(seeds)).tolist()):
+        terminal = naive_terminal_value(board)
+        if terminal is not None:
+            best = terminal
+        else:
+            best = -seeds - 1
+            for house in naive_legal_moves(board):
+                captured, child = naive_play(board, house)
+                best = max(best, captured - int(layers[seeds - captured][index.rank(child)]))
+        if best != layers[seeds][rank]:
+            wrong.append(rank)
+    return wrong
+
+
+def test_verify_in_passes_finds_exactly_the_wrong_positions(built16, tmp_path):
+    """Under a budget too small for every smaller layer at once, verify takes
+    them a group at a time and says what one pass says: the layer right, and
+    once values are planted wrong (raised, lowered, a terminal position's
+    changed), exactly the positions the naive rules find wrong."""
+    directory, _ = built16
+    seeds = 8
+    budget = plan.BASE_BYTES + plan.verify_bytes(seeds) + index.layer_size(6) + index.layer_size(4)
+    groups = plan.verify_groups(seeds, budget)
+    assert len(groups) >= 2 and sorted(m for g in groups for m in g) == retrograde.exit_layers(seeds)
+    assert plan.verify_groups(seeds, 1 << 40) == [retrograde.exit_layers(seeds)]
+    assert build.verify(directory, seeds, memory=budget) == (0, [])
+    folder = str(tmp_path)
+    layers = [tables.load_values(directory, m) for m in range(seeds + 1)]
+    terminal = next(r for r, board in enumerate(index.layer_boards(seeds, 0, 1000)) if not board[:6].any())
+    values = layers[seeds]
+    values[terminal] = -values[terminal] if values[terminal] else 1
+    for rank in (101, 7777, 30000, 50001):
+        values[rank] = values[rank] + 3 if values[rank] + 3 <= seeds else values[rank] - 3
+    for m, layer in enumerate(layers):
+        tables.write_table(folder, m, layer)
+    wrong = _naive_mismatches(layers, seeds)
+    assert len(wrong) >= 5
+    whole = build.verify(folder, seeds, limit=len(wrong))
+    split = build.verify(folder, seeds, limit=len(wrong), memory=budget)
+    assert whole == split and whole[0] == len(wrong)
+    first_of_each_block = sorted({rank // retrograde.BLOCK: rank for rank in reversed(wrong)}.values())
+    assert [board for board, _ in whole[1]] == [index.unrank(seeds, r).tolist() for r in first_of_each_block]
+    with pytest.raises(BuildError, match=f"verifying layer {seeds} needs"):
+        plan.verify_groups(seeds, plan.BASE_BYTES + plan.verify_bytes(seeds))
+
+
+def test_cli_verify_takes_a_budget_and_refuses_one_too_small(built16):
+    directory, _ = built16
+    budget = plan.BASE_BYTES + plan.verify_bytes(15) + index.layer_size(13)
+    ok = CliRunner().invoke(cli, ["verify", "--dir", directory, "--seeds", "15", "--memory", str(budget)])
+    assert ok.exit_code == 0 and "layer 15: ok" in ok.output
+    small = CliRunner().invoke(cli, ["verify", "--dir", directory, "--seeds", "15", "--memory", "100M"])
+    assert small.exit_code == 2 and small.output.count("\n") == 1 and "verifying layer 15 needs" in small.output
 
 
 def test_a_tight_budget_splits_the_exits_into_passes_and_gives_the_same_tables(tmp_path):
