@@ -93,7 +93,18 @@ from . import index
 from .intrinsics import atomic_add, atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch, trailing_zeros
 from .layers import LayerStore, byte_histogram, move_value
 from .layers import _reserve as reserve  # the store's lazily backed mapping, for the working lines
-from .rules import LANE_MASK, LAP_MASKS, RANGE_MASKS, ROW, ROW_ONES, capture, legal_mask, play, terminal_value
+from .rules import (
+    LANE_MASK,
+    LAP_MASKS,
+    RANGE_MASKS,
+    ROW,
+    ROW_ONES,
+    capture,
+    legal_mask,
+    may_capture,
+    play,
+    terminal_value,
+)
 
 MAX_VALUE = index.MAX_SEEDS  # every resolved value lies in [-MAX_VALUE, MAX_VALUE]
 NO_EXIT = -MAX_VALUE - 1  # E of a position without capturing moves (-infinity)
@@ -294,6 +305,9 @@ def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, fi
             children = 0
             for house in range(ROW):
                 if mask & (1 << house):
+                    if not may_capture(mover, opponent, house):
+                        children += 1
+                        continue
                     captured, child_mover, child_opponent = play(mover, opponent, house)
                     if captured == 0:
                         children += 1

@@ -150,6 +150,21 @@ def capture(opponent: np.uint64, last: int) -> tuple[int, np.uint64]:
 
 
 @njit(cache=True, inline="always")
+def may_capture(mover: np.uint64, opponent: np.uint64, house: int) -> bool:
+    """Whether sowing the mover's non-empty `house` leaves its last seed on an
+    opponent house that then holds 2 or 3: what a capture needs (play() says
+    whether it is one: a grand slam captures nothing). Costs no sowing: the
+    last house gets k // 11 seeds from the laps and one more unless k is a
+    multiple of 11 (then it is the house before the origin)."""
+    seeds = house_seeds(mover, house)
+    last = (house + 1 + (seeds - 1) % 11) % HOUSES
+    if last < ROW:
+        return False
+    after = house_seeds(opponent, last - ROW) + seeds // 11 + (1 if seeds % 11 else 0)
+    return after == 2 or after == 3
+
+
+@njit(cache=True, inline="always")
 def legal_mask(mover: np.uint64, opponent: np.uint64) -> int:
     """Bit h set when the mover may play house h (RULES.md rules 1 and 5)."""
     mask = 0

@@ -78,8 +78,8 @@ def test_verify_in_passes_finds_exactly_the_wrong_positions(built16, tmp_path):
     once values are planted wrong (raised, lowered, a terminal position's
     changed), exactly the positions the naive rules find wrong."""
     directory, _ = built16
-    seeds = 8
-    budget = plan.BASE_BYTES + plan.verify_bytes(seeds) + index.layer_size(6) + index.layer_size(4)
+    seeds = 7
+    budget = plan.BASE_BYTES + plan.verify_bytes(seeds) + index.layer_size(5) + index.layer_size(3)
     groups = plan.verify_groups(seeds, budget)
     assert len(groups) >= 2 and sorted(m for g in groups for m in g) == retrograde.exit_layers(seeds)
     assert plan.verify_groups(seeds, 1 << 40) == [retrograde.exit_layers(seeds)]
@@ -89,7 +89,7 @@ def test_verify_in_passes_finds_exactly_the_wrong_positions(built16, tmp_path):
     terminal = next(r for r, board in enumerate(index.layer_boards(seeds, 0, 1000)) if not board[:6].any())
     values = layers[seeds]
     values[terminal] = -values[terminal] if values[terminal] else 1
-    for rank in (101, 7777, 30000, 50001):
+    for rank in (101, 7777, 20000, 30001):
         values[rank] = values[rank] + 3 if values[rank] + 3 <= seeds else values[rank] - 3
     for m, layer in enumerate(layers):
         tables.write_table(folder, m, layer)

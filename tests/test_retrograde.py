@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from naive import naive_legal_moves, naive_play
+from naive import all_boards, naive_legal_moves, naive_play, naive_sow
 from naive_solver import naive_solve
 
-from solver import build, index, retrograde, tables
+from solver import build, index, retrograde, rules, tables
 from solver.cli import cli
 from solver.errors import CorruptTableError, MissingTableError, TableMismatchError
 from solver.layers import LayerStore
@@ -96,6 +96,40 @@ def test_the_kernels_count_the_scattered_accesses_they_make(threads):
     # when the child was won (the layer's lined layout).
     assert lost_child > 0
     assert stats["stage_accesses"] == told
+
+
+def _may_capture_naive(board, house):
+    """What rules.may_capture says, from the naive sowing: the last seed on an opponent house now holding 2 or 3."""
+    new_board, last = naive_sow(list(board), house)
+    return last >= 6 and new_board[last] in (2, 3)
+
+
+@pytest.mark.parametrize("seeds", [2, 4, 6])
+def test_may_capture_is_the_last_seed_on_a_two_or_three_and_misses_no_capture(seeds):
+    """The exit pass plays only the moves rules.may_capture lets through:
+    over every board of a few seeds (in the index or not), it says exactly
+    where the last seed lands on a 2 or a 3, so no capture is missed."""
+    for board in all_boards(seeds):
+        mover, opponent = rules.pack(np.array(board, dtype=np.uint8))
+        for house in range(6):
+            if board[house] == 0:
+                continue
+            may = rules.may_capture(mover, opponent, house)
+            assert may == _may_capture_naive(board, house), (board, house)
+            assert may or naive_play(list(board), house)[0] == 0, (board, house)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=12, max_size=12), st.integers(0, 5))
+def test_may_capture_agrees_with_naive_sowing_over_laps(houses, house):
+    while sum(houses) > 48:
+        houses[houses.index(max(houses))] //= 2
+    if houses[house] == 0:
+        houses[house] = 1 + sum(houses) % 40
+    mover, opponent = rules.pack(np.array(houses, dtype=np.uint8))
+    may = rules.may_capture(mover, opponent, house)
+    assert may == _may_capture_naive(houses, house)
+    assert may or naive_play(list(houses), house)[0] == 0
 
 
 def _predecessors(seeds, board):
