@@ -65,6 +65,38 @@ def layer13(tmp_path_factory):
     return tables.table_path(directory, SEEDS), tables.load_values(directory, SEEDS)
 
 
+def test_the_writer_stores_each_chunk_as_the_datasets_own_filters_would(layer13, tmp_path):
+    """write_table deflates and checksums the chunks itself, on every core;
+    what it stores is byte for byte what HDF5's gzip and Fletcher-32 filters
+    store for the same values (the partial last chunk padded with the fill
+    value), so any HDF5 reader checks and reads it as before."""
+    path, truth = layer13
+    with h5py.File(path, "r") as handle:
+        dataset = handle[tables.DATASET]
+        chunks = [dataset.id.read_direct_chunk(dataset.id.get_chunk_info(i).chunk_offset)
+                  for i in range(dataset.id.get_num_chunks())]
+        layout = dataset.chunks, dataset.compression, dataset.compression_opts, dataset.fletcher32, dataset.fillvalue
+    assert len(chunks) == 10 and truth.shape[0] % tables.CHUNK != 0
+    with h5py.File(tmp_path / "filtered.h5", "w") as handle:
+        reference = handle.create_dataset("values", data=truth, chunks=layout[0], compression="gzip",
+                                          compression_opts=layout[2], fletcher32=True, fillvalue=layout[4])
+        assert layout[1:4] == ("gzip", tables.GZIP_LEVEL, True)
+        for i, chunk in enumerate(chunks):
+            assert reference.id.read_direct_chunk(reference.id.get_chunk_info(i).chunk_offset) == chunk, f"chunk {i}"
+
+
+@pytest.mark.parametrize("length", [1, 5, 6, 719, 720, 721, 100_001])
+def test_fletcher32_is_hdf5s(length):
+    """tables.fletcher32 against the checksum HDF5's own filter appends to a
+    chunk (big-endian 16-bit words; an odd last byte is a word's high half;
+    sums folded every 360 words)."""
+    data = (np.arange(length, dtype=np.int64) * 37 % 251).astype(np.uint8)
+    with h5py.File("fletcher.h5", "w", driver="core", backing_store=False) as handle:
+        dataset = handle.create_dataset("v", data=data, chunks=(length,), fletcher32=True)
+        stored = dataset.id.read_direct_chunk((0,))[1]
+    assert stored[:-4] == data.tobytes() and int.from_bytes(stored[-4:], "little") == tables.fletcher32(data)
+
+
 @pytest.mark.parametrize("region", ["metadata", "data"])
 def test_random_bit_flips_never_give_a_wrong_value(layer13, tmp_path, region):
     source, truth = layer13
