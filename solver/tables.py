@@ -502,6 +502,53 @@ def _check_chunks(path, crcs, first_chunk, values):
             raise CorruptTableError(f"{path} is damaged: chunk {chunk} fails its CRC-32")
 
 
+def _unfiltered_chunk(path: str, chunk: int, stored: bytes, length: int, crc: int, out: np.ndarray) -> None:
+    """Values of chunk `chunk` from the bytes HDF5 stores for it into `out`
+    (its first out.shape[0] values), checked as HDF5's filters check them
+    (Fletcher-32, one whole deflate stream of `length` values) and then
+    against the chunk's CRC-32: nothing of a chunk is used before both
+    pass. Runs on a worker thread: zlib and fletcher32 let go of the GIL."""
+    body = memoryview(stored)[:-4]
+    if len(stored) < 4 or fletcher32(np.frombuffer(body, dtype=np.uint8)) != struct.unpack("<I", stored[-4:])[0]:
+        raise CorruptTableError(f"{path} is damaged: chunk {chunk} fails its Fletcher-32")
+    inflater = zlib.decompressobj()
+    try:
+        data = inflater.decompress(body, length)
+    except zlib.error as error:
+        raise CorruptTableError(f"{path} is damaged: chunk {chunk} does not inflate ({error})") from None
+    if len(data) != length or not inflater.eof or inflater.unused_data or inflater.unconsumed_tail:
+        raise CorruptTableError(f"{path} is damaged: chunk {chunk} does not inflate to {length} values")
+    values = np.frombuffer(data, dtype=np.int8, count=out.shape[0])
+    if chunk_crc(chunk, values) != crc:
+        raise CorruptTableError(f"{path} is damaged: chunk {chunk} fails its CRC-32")
+    out[:] = values
+
+
+def _read_checked(dataset: h5py.Dataset, path: str, crcs: np.ndarray, first: int, out: np.ndarray,
+                  pool: concurrent.futures.Executor) -> None:
+    """Ranks first..first + out.shape[0] - 1 (first a multiple of CHUNK) into
+    `out`, every chunk checked (_unfiltered_chunk). The stored bytes of a
+    chunk are read here, in order; they are checked and inflated on the
+    pool's threads, several chunks at once."""
+    length = dataset.chunks[0]
+    pending = []
+    for begin in range(first, first + out.shape[0], CHUNK):
+        chunk = begin // CHUNK
+        mask, stored = dataset.id.read_direct_chunk((begin,))
+        if mask:
+            raise CorruptTableError(f"{path} is damaged: chunk {chunk} says its filters were skipped")
+        target = out[begin - first : begin - first + min(CHUNK, first + out.shape[0] - begin)]
+        pending.append(pool.submit(_unfiltered_chunk, path, chunk, stored, length, int(crcs[chunk]), target))
+        if len(pending) >= 2 * SLICE // CHUNK:  # bounds the stored bytes held
+            pending.pop(0).result()
+    for future in pending:
+        future.result()
+
+
+def _reading_pool() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(max_workers=numba.get_num_threads())
+
+
 def load_values(directory: str | os.PathLike, seeds: int, out: np.ndarray | None = None) -> np.ndarray:
     """Layer `seeds` read whole into an int8 array (into `out` if given).
 
@@ -514,10 +561,8 @@ def load_values(directory: str | os.PathLike, seeds: int, out: np.ndarray | None
         size = dataset.shape[0]
         values = np.empty(size, dtype=np.int8) if out is None else out
         crcs = chunk_checksums(handle, path)
-        for start in range(0, size, SLICE):
-            stop = min(size, start + SLICE)
-            dataset.read_direct(values, np.s_[start:stop], np.s_[start:stop])
-            _check_chunks(path, crcs, start // CHUNK, values[start:stop])
+        with _reading_pool() as pool:
+            _read_checked(dataset, path, crcs, 0, values[:size], pool)
         expected = np.asarray(handle.attrs["histogram"])
     found = histogram(values, seeds)
     if len(expected) != len(found) or (expected != found).any():
@@ -537,11 +582,11 @@ def check_values(directory: str | os.PathLike, seeds: int) -> None:
         crcs = chunk_checksums(handle, path)
         buffer = np.empty(min(size, SLICE), dtype=np.int8)
         found = np.zeros(2 * seeds + 1, dtype=np.int64)
-        for start in range(0, size, SLICE):
-            piece = buffer[: min(size, start + SLICE) - start]
-            dataset.read_direct(piece, np.s_[start : start + piece.shape[0]], np.s_[0 : piece.shape[0]])
-            _check_chunks(path, crcs, start // CHUNK, piece)
-            found += histogram(piece, seeds)
+        with _reading_pool() as pool:
+            for start in range(0, size, SLICE):
+                piece = buffer[: min(size, start + SLICE) - start]
+                _read_checked(dataset, path, crcs, start, piece, pool)
+                found += histogram(piece, seeds)
         expected = np.asarray(handle.attrs["histogram"])
     if expected.shape != found.shape or (expected != found).any():
         raise CorruptTableError(f"{path}: values do not match the stored histogram")
@@ -558,10 +603,8 @@ def load_slice(directory: str | os.PathLike, seeds: int, start: int, stop: int) 
         first = start // CHUNK * CHUNK
         last = min(dataset.shape[0], (stop + CHUNK - 1) // CHUNK * CHUNK) if stop > start else first
         values = np.empty(last - first, dtype=np.int8)
-        for begin in range(first, last, SLICE):
-            end = min(last, begin + SLICE)
-            dataset.read_direct(values, np.s_[begin:end], np.s_[begin - first : end - first])
-            _check_chunks(path, crcs, begin // CHUNK, values[begin - first : end - first])
+        with _reading_pool() as pool:
+            _read_checked(dataset, path, crcs, first, values, pool)
         stored = np.asarray(handle.attrs["histogram"], dtype=np.int64)
     if stored.shape != (2 * seeds + 1,):
         raise CorruptTableError(f"{path}: the stored histogram is damaged")
