@@ -178,13 +178,20 @@ def process_memory_message(seeds: int, processes: int, budget: int, threads: int
 # Plans -----------------------------------------------------------------------------
 
 
+RATE_POSITIONS = 1_000_000  # the smallest layer whose recorded build time gives a rate (layer 12 has 1.3 million)
+
+
 def measured_rates(directory: str | os.PathLike[str]) -> tuple[float, float, str]:
     """(positions a second, bytes a position on disk) of the largest layer built
-    in `directory` with a recorded build time, or the defaults."""
+    in `directory` with a recorded build time and at least RATE_POSITIONS
+    positions, or the defaults. The floor is a size, not a time: a small
+    layer's rate is start-up, and whether a layer took a second depends on
+    the machine and its load."""
     rate, file_bytes, source = DEFAULT_RATE, DEFAULT_FILE_BYTES, "default"
     for seeds in reversed(tables.built_layers(directory)):
         info = tables.table_info(directory, seeds)
-        if info["status"] in ("ok", "header ok") and info.get("build_seconds", 0) > 1.0:
+        if (info["status"] in ("ok", "header ok") and info["positions"] >= RATE_POSITIONS
+                and info.get("build_seconds", 0) > 0):
             rate = info["positions"] / info["build_seconds"]
             file_bytes = info["bytes_per_position"]
             source = f"layer {seeds} in {directory}"
