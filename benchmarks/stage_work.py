@@ -41,16 +41,21 @@ def _unrank_all(seeds, ranks, movers, opponents):
         movers[i], opponents[i] = index.unrank_packed(seeds, ranks[i])
 
 
-@njit(cache=True)
+@retrograde.hot_kernel  # as the builder's kernels call it: no array reference counts in the loop
+def _predecessors_loop(seeds, movers, opponents, nothing, nothing_counts, found, found_movers, found_opponents):
+    total = 0
+    for i in range(movers.shape[0]):
+        total += retrograde.predecessors(movers[i], opponents[i], seeds, 0, 0, nothing, nothing_counts, True, True,
+                                         found, 0, found_movers, found_opponents)
+    return total
+
+
 def _predecessors_all(seeds, movers, opponents, found):
     nothing = np.zeros(64, np.int8)  # no rank is held here (size 0): nothing prefetched or updated
     found_movers = np.empty(found.shape[0], np.uint64)
     found_opponents = np.empty(found.shape[0], np.uint64)
-    total = 0
-    for i in range(movers.shape[0]):
-        total += retrograde.predecessors(movers[i], opponents[i], seeds, 0, 0, nothing, nothing.view(np.uint8),
-                                         True, True, found, 0, found_movers, found_opponents)
-    return total
+    return _predecessors_loop(seeds, movers, opponents, nothing, nothing.view(np.uint8), found, found_movers,
+                              found_opponents)
 
 
 @njit(cache=True)

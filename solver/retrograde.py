@@ -75,6 +75,17 @@ more, instead of every sweep waiting for a fixed half. A sweep over a few
 blocks, or a scan of a small layer, runs on one thread. The exit pass
 gathers a block's captures and prefetches their children's values before
 it reads them, so those misses in the smaller layers overlap.
+
+No reference counting in the hot loops. numba counts references to every
+array a function holds, and a helper inlined with arrays among its
+arguments increfs and decrefs them at each call, with atomic operations on
+the array's one counter: several a predecessor told, and with two threads
+on the same counter, a cache line that goes back and forth between the
+cores at every tell. The per-block kernels the parallel loops call
+(_stage_block, _seed_block, _propagate_block, _exit_block, _request_block,
+_check_block) are therefore compiled without numba's runtime (hot_kernel:
+they allocate nothing), which leaves their arrays uncounted; the parallel loops
+count each array once a block.
 """
 
 import contextlib
@@ -106,6 +117,9 @@ from .rules import (
     terminal_value,
 )
 
+# A per-block kernel, compiled without numba's runtime (its private option
+# _nrt): no array reference counts in its loops (module docstring).
+hot_kernel = njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit _nrt
 MAX_VALUE = index.MAX_SEEDS  # every resolved value lies in [-MAX_VALUE, MAX_VALUE]
 NO_EXIT = -MAX_VALUE - 1  # E of a position without capturing moves (-infinity)
 PENDING = 0x80  # pending code = exit value with this bit flipped
@@ -284,7 +298,7 @@ def child_at(
     return starts[child_seeds] + index.rank_packed(child_mover, child_opponent, child_seeds)
 
 
-@njit(cache=True, inline="always")
+@hot_kernel
 def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, first, rows, where, gains, owners):
     """The exits of ranks start..stop-1 (see exit_pass); returns the look-ups made.
 
@@ -372,7 +386,7 @@ def exit_pass(
 RANK_BITS = 40  # an exit request names the child as layer << RANK_BITS | rank (a layer has < 2**38 positions)
 
 
-@njit(cache=True, inline="always")
+@hot_kernel
 def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, gains):
     """exit_requests for ranks first..last-1."""
     mover, opponent = index.unrank_fast(seeds, first, rows[0], rows[1], rows[2], rows[3])
@@ -476,7 +490,7 @@ def _seed_rank(stage, rank, values, counts, lined):
     return 1
 
 
-@njit(cache=True)
+@hot_kernel
 def _seed_block(stage, start, stop, values, counts, lined, value_words, plus, minus):
     """The seeds of ranks start..stop-1, looked for in the words holding a
     pending code of +stage or -stage (in the lined layout, the words of a
@@ -701,7 +715,7 @@ def _line_fresh(words, line):
     return ((words[at + 5] & COUNT_HEAD) | words[at + 6] | words[at + 7]) & FRESH_NIBBLES != 0
 
 
-@njit(cache=True, inline="always")
+@hot_kernel
 def _propagate_block(stage, seeds, lo, size, block, values, counts, lined, words, next_flags, rows, found, movers,
                      opponents, told, outbox, sent, room, tally):
     """propagate() for one block: (FRESH positions processed, new outbox length);
@@ -861,7 +875,7 @@ def _drain(stage, seeds, size, values, counts, next_flags, found, movers, oppone
         count = 0
 
 
-@njit(cache=True)
+@hot_kernel
 def _stage_block(stage, seeds, size, start, stop, values, counts, value_words, next_flags, rows, plus, minus, found,
                  movers, opponents, told, stack, stack_movers, stack_opponents, tally):
     """propagate_stage for ranks start..stop-1: resolve the block's seeds and
@@ -1066,7 +1080,7 @@ def compact_lines(cells: np.ndarray, size: int, out: np.ndarray, first_line: int
 VERIFY_BITS = 2  # bits a position while a layer is verified: a move attains its value; a move beats it
 
 
-@njit(cache=True, inline="always")
+@hot_kernel
 def _check_block(seeds, block, values, flat, starts, rows, use, in_layer, attained, beaten, where, gains):
     """check_moves for one block (BLOCK ranks: whole bytes of the bit arrays).
 
