@@ -7,8 +7,8 @@ shared updates (claiming a position, counting down its children) race-free
 without locks; an atomic add on a shared counter hands out chunks of work to
 whichever thread is free. The atomics take a C-contiguous 1-D integer array
 and an index; prefetch takes a 1-D array and an index, prefetch_row a 2-D array
-and a row. trailing_zeros finds the lowest set bit of a word in one instruction
-(un-sowing finds the first empty house of a row with it).
+and a row. trailing_zeros and leading_zeros find the lowest and the highest set bit of a
+word in one instruction (un-sowing finds empty houses of a row with them).
 """
 
 from __future__ import annotations
@@ -114,6 +114,22 @@ def trailing_zeros(typingctx: Any, word: types.Integer) -> tuple[Signature, Code
         i64 = ir.IntType(64)
         function_type = ir.FunctionType(i64, [i64, ir.IntType(1)])
         function = cgutils.get_or_insert_function(builder.module, function_type, "llvm.cttz.i64")
+        return builder.call(function, [args[0], ir.Constant(ir.IntType(1), 0)])  # 0 is defined: 64
+
+    return signature, codegen
+
+
+@intrinsic
+def leading_zeros(typingctx: Any, word: types.Integer) -> tuple[Signature, Codegen]:
+    """The number of zero bits above the highest set bit of a 64-bit word (64 for 0): llvm.ctlz."""
+    if not isinstance(word, types.Integer) or getattr(word, "bitwidth", 0) != 64:
+        return None  # type: ignore[return-value]  # numba: no implementation for this type
+    signature = types.int64(word)
+
+    def codegen(context, builder, sig, args):
+        i64 = ir.IntType(64)
+        function_type = ir.FunctionType(i64, [i64, ir.IntType(1)])
+        function = cgutils.get_or_insert_function(builder.module, function_type, "llvm.ctlz.i64")
         return builder.call(function, [args[0], ir.Constant(ir.IntType(1), 0)])  # 0 is defined: 64
 
     return signature, codegen

@@ -101,11 +101,19 @@ import numpy as np
 from numba import njit, prange
 
 from . import index
-from .intrinsics import atomic_add, atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch, trailing_zeros
+from .intrinsics import (
+    atomic_add,
+    atomic_and,
+    atomic_or,
+    atomic_sub,
+    compare_and_swap,
+    leading_zeros,
+    prefetch,
+    trailing_zeros,
+)
 from .layers import LayerStore, byte_histogram, move_value
 from .layers import _reserve as reserve  # the store's lazily backed mapping, for the working lines
 from .rules import (
-    LANE_MASK,
     LAP_MASKS,
     RANGE_MASKS,
     ROW,
@@ -114,6 +122,7 @@ from .rules import (
     legal_mask,
     may_capture,
     play,
+    row_seeds,
     terminal_value,
 )
 
@@ -590,54 +599,92 @@ def predecessors(
     empty opponent), and the move must not capture (rules.capture on the
     row it sowed into: a last seed on an opponent house now holding 2 or 3
     captures, unless that takes every seed, a grand slam).
+
+    Most parents sowed only into their own row (r up to the next empty
+    house, the row's end for the last one, the top origin). Those share
+    the child's mover row as their opponent row, so its checks (in the
+    index, fed) and its part of the rank are made once for all of them,
+    and none captures; each costs one row rank. Only the top origin can
+    sow further (into the opponent's row, round the board, whole laps):
+    those go through the general loop, candidate by candidate.
     """
     after_mover = opponent
     after_opponent = mover
-    for house in range(ROW):
-        if (after_mover >> np.uint64(8 * house)) & LANE_MASK != 0:
-            continue
-        above = HIGH_BITS & ~((np.uint64(1) << np.uint64(8 * house + 8)) - np.uint64(1))  # lanes after h
-        below = HIGH_BITS & ((np.uint64(1) << np.uint64(8 * house)) - np.uint64(1))  # lanes before h
-        left_mover = after_mover
-        left_opponent = after_opponent
-        for laps in range(5):
-            # Bit 7 of each lane left empty once `laps` laps are taken back.
-            empty_mover = ~((left_mover | HIGH_BITS) - ROW_ONES) & HIGH_BITS
-            empty_opponent = ~((left_opponent | HIGH_BITS) - ROW_ONES) & HIGH_BITS
-            # Houses after h in sowing order (h+1..5, then the opponent's 0..5, then 0..h-1) before an empty one.
-            if empty_mover & above:
-                reach = _lowest_lane(empty_mover & above) - house - 1
-            elif empty_opponent:
-                reach = ROW - 1 - house + _lowest_lane(empty_opponent)
-            elif empty_mover & below:
-                reach = 2 * ROW - 1 - house + _lowest_lane(empty_mover & below)
-            else:
-                reach = 11
-            for rest in range(1 if laps == 0 else 0, min(reach, 10) + 1):
-                parent_opponent = left_opponent - RANGE_MASKS[house, rest, 1]
-                if ((parent_opponent - ROW_ONES) & ~parent_opponent & HIGH_BITS) == 0:
-                    continue  # every opponent house occupied: outside the index
-                sown = laps * 11 + rest
-                if parent_opponent == 0 and sown < ROW - house:
-                    continue  # the opponent is empty and this move does not feed him
-                last = house + (rest if rest > 0 else 11)
-                if ROW <= last < 2 * ROW and capture(after_opponent, last)[0] != 0:
-                    continue
-                parent_mover = left_mover - RANGE_MASKS[house, rest, 0] + (np.uint64(sown) << np.uint64(8 * house))
-                parent = index.rank_packed(parent_mover, parent_opponent, seeds)
+    origins = ~((after_mover | HIGH_BITS) - ROW_ONES) & HIGH_BITS  # bit 7 of each empty lane: a possible origin
+    if origins == 0:
+        return count
+    # The last origin (above it, no house is empty).
+    top = ROW - 1 - (leading_zeros(origins) - 16) // 8  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
+    # Sowing that ends in the mover's own row (k = 0 opponent houses fed): from any origin h, up to the
+    # next empty house (or the row's end for the top one). The parent's opponent row is the child's
+    # mover row for all of them, so its checks and its part of the rank are made once; and no capture.
+    if after_opponent != 0 and ((after_opponent - ROW_ONES) & ~after_opponent & HIGH_BITS) != 0:
+        opponent_seeds = row_seeds(after_opponent)
+        mover_seeds = seeds - opponent_seeds
+        fixed = index.LAYER_OFFSET[seeds, mover_seeds] + index.row_rank(after_opponent, opponent_seeds,
+                                                                         index.OPPONENT_ROW)
+        scale = index.OPPONENT_ROWS[opponent_seeds]
+        left = origins
+        while left:
+            house = _lowest_lane(left)
+            left &= left - np.uint64(1)
+            stop = _lowest_lane(left) if left else ROW
+            for rest in range(1, stop - house):
+                parent_mover = after_mover - RANGE_MASKS[house, rest, 0] + (np.uint64(rest) << np.uint64(8 * house))
+                parent = fixed + index.row_rank(parent_mover, mover_seeds, index.ANY_ROW) * scale
                 local = parent - lo
                 if 0 <= local < size:
-                    prefetch(values, value_at(lined, local))  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+                    prefetch(values, value_at(lined, local))
                     if with_counts and not lined:
                         prefetch(counts, local >> 1)
                 found[count] = parent
                 movers[count] = parent_mover
-                opponents[count] = parent_opponent
+                opponents[count] = after_opponent
                 count += 1
-            if reach < 11:
-                break
-            left_mover -= LAP_MASKS[house, 0]
-            left_opponent -= LAP_MASKS[house, 1]
+    # Sowing from the top origin that reaches the opponent's row or goes further: the general un-sowing.
+    house = top
+    above = HIGH_BITS & ~((np.uint64(1) << np.uint64(8 * house + 8)) - np.uint64(1))  # lanes after h
+    below = HIGH_BITS & ((np.uint64(1) << np.uint64(8 * house)) - np.uint64(1))  # lanes before h
+    left_mover = after_mover
+    left_opponent = after_opponent
+    for laps in range(5):
+        # Bit 7 of each lane left empty once `laps` laps are taken back.
+        empty_mover = ~((left_mover | HIGH_BITS) - ROW_ONES) & HIGH_BITS
+        empty_opponent = ~((left_opponent | HIGH_BITS) - ROW_ONES) & HIGH_BITS
+        # Houses after h in sowing order (h+1..5, then the opponent's 0..5, then 0..h-1) before an empty one.
+        if empty_mover & above:
+            reach = _lowest_lane(empty_mover & above) - house - 1
+        elif empty_opponent:
+            reach = ROW - 1 - house + _lowest_lane(empty_opponent)
+        elif empty_mover & below:
+            reach = 2 * ROW - 1 - house + _lowest_lane(empty_mover & below)
+        else:
+            reach = 11
+        for rest in range(ROW - house if laps == 0 else 0, min(reach, 10) + 1):
+            parent_opponent = left_opponent - RANGE_MASKS[house, rest, 1]
+            if ((parent_opponent - ROW_ONES) & ~parent_opponent & HIGH_BITS) == 0:
+                continue  # every opponent house occupied: outside the index
+            sown = laps * 11 + rest
+            if parent_opponent == 0 and sown < ROW - house:
+                continue  # the opponent is empty and this move does not feed him
+            last = house + (rest if rest > 0 else 11)
+            if ROW <= last < 2 * ROW and capture(after_opponent, last)[0] != 0:
+                continue
+            parent_mover = left_mover - RANGE_MASKS[house, rest, 0] + (np.uint64(sown) << np.uint64(8 * house))
+            parent = index.rank_packed(parent_mover, parent_opponent, seeds)
+            local = parent - lo
+            if 0 <= local < size:
+                prefetch(values, value_at(lined, local))
+                if with_counts and not lined:
+                    prefetch(counts, local >> 1)
+            found[count] = parent
+            movers[count] = parent_mover
+            opponents[count] = parent_opponent
+            count += 1
+        if reach < 11:
+            break
+        left_mover -= LAP_MASKS[house, 0]
+        left_opponent -= LAP_MASKS[house, 1]
     return count
 
 
