@@ -179,6 +179,19 @@ def test_each_predecessor_reaches_the_position_by_a_quiet_move(seeds_rank):
         assert any(naive_play(parent_board, house) == (0, tuple(board)) for house in naive_legal_moves(parent_board))
 
 
+def test_the_stage_kernels_count_no_array_references_in_their_loops():
+    """The kernels a layer's stages and exits run per block are compiled
+    without numba's runtime, so their inlined helpers do not incref and
+    decref the arrays they take (an atomic on a counter both threads share,
+    several times a predecessor told): the machine code calls neither."""
+    retrograde.solve_up_to(6)
+    for kernel in (retrograde._stage_block, retrograde._exit_block):
+        assert kernel.signatures, kernel
+        for signature in kernel.signatures:
+            code = kernel.inspect_asm(signature)
+            assert "NRT_incref" not in code and "NRT_decref" not in code, kernel
+
+
 def test_a_build_leaves_the_kernels_cached_so_the_next_one_says_nothing_of_compiling():
     """kernels_cached() looks for the cache file of a kernel every layer's
     build calls (a kernel only some builds call would leave a warm cache
