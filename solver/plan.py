@@ -25,12 +25,12 @@ from .rules import ROW
 
 BASE_BYTES = 512 << 20  # the process itself: interpreter, numba, HDF5, row tables
 MEMORY_MARGIN = 1 << 30  # left to the system when the budget is not given
-DEFAULT_RATE = 6.0e6  # positions/s a layer is built at on 2 cores when none was measured (layer 28 here: 6.4 M)
+DEFAULT_RATE = 6.0e6  # positions/s a layer is built at on 2 cores when none was measured (33, 34 here: 6.4, 6.2 M)
 DEFAULT_FILE_BYTES = 0.45  # bytes a position on disk when no file has been measured
 DEFAULT_BANDWIDTH = 1.25e9  # bytes a second a process can exchange: 10 Gb/s Ethernet, one process a node
 # Measured on layer 24 with `python benchmarks/build.py --processes 2 --max-seeds 24` (docs/CLUSTER.md):
 DEFAULT_EXCHANGE = 54.0  # bytes exchanged a position as processes grow many: 26.8 at P = 2, times P / (P - 1)
-DEFAULT_OVERHEAD = 2.2  # distributed / single-process seconds on the same cores (2 x 1 thread against 1 x 2)
+DEFAULT_OVERHEAD = 3.1  # distributed / single-process seconds on the same cores (2 x 1 thread against 1 x 2)
 
 
 # Memory ----------------------------------------------------------------------------
