@@ -103,9 +103,9 @@ def compare_and_swap(
     return signature, codegen
 
 
-@intrinsic
-def trailing_zeros(typingctx: Any, word: types.Integer) -> tuple[Signature, Codegen]:
-    """The index of the lowest set bit of a 64-bit word (64 for 0): llvm.cttz."""
+def _bit_scan(word: types.Integer, llvm_name: str) -> tuple[Signature, Codegen]:
+    """An int64 count of zero bits of a 64-bit word by the LLVM intrinsic
+    `llvm_name` (cttz or ctlz), defined for 0 (64); None for another type."""
     if not isinstance(word, types.Integer) or getattr(word, "bitwidth", 0) != 64:
         return None  # type: ignore[return-value]  # numba: no implementation for this type
     signature = types.int64(word)
@@ -113,23 +113,19 @@ def trailing_zeros(typingctx: Any, word: types.Integer) -> tuple[Signature, Code
     def codegen(context, builder, sig, args):
         i64 = ir.IntType(64)
         function_type = ir.FunctionType(i64, [i64, ir.IntType(1)])
-        function = cgutils.get_or_insert_function(builder.module, function_type, "llvm.cttz.i64")
+        function = cgutils.get_or_insert_function(builder.module, function_type, llvm_name)
         return builder.call(function, [args[0], ir.Constant(ir.IntType(1), 0)])  # 0 is defined: 64
 
     return signature, codegen
+
+
+@intrinsic
+def trailing_zeros(typingctx: Any, word: types.Integer) -> tuple[Signature, Codegen]:
+    """The index of the lowest set bit of a 64-bit word (64 for 0): llvm.cttz."""
+    return _bit_scan(word, "llvm.cttz.i64")
 
 
 @intrinsic
 def leading_zeros(typingctx: Any, word: types.Integer) -> tuple[Signature, Codegen]:
     """The number of zero bits above the highest set bit of a 64-bit word (64 for 0): llvm.ctlz."""
-    if not isinstance(word, types.Integer) or getattr(word, "bitwidth", 0) != 64:
-        return None  # type: ignore[return-value]  # numba: no implementation for this type
-    signature = types.int64(word)
-
-    def codegen(context, builder, sig, args):
-        i64 = ir.IntType(64)
-        function_type = ir.FunctionType(i64, [i64, ir.IntType(1)])
-        function = cgutils.get_or_insert_function(builder.module, function_type, "llvm.ctlz.i64")
-        return builder.call(function, [args[0], ir.Constant(ir.IntType(1), 0)])  # 0 is defined: 64
-
-    return signature, codegen
+    return _bit_scan(word, "llvm.ctlz.i64")
