@@ -119,8 +119,8 @@ from .rules import (
     ROW,
     ROW_ONES,
     capture,
+    capture_candidates,
     legal_mask,
-    may_capture,
     play,
     row_seeds,
     terminal_value,
@@ -155,6 +155,7 @@ SERIAL_SIZE = 1 << 16  # a layer this small is scanned (exits, seeds) on one thr
 MAX_PREDECESSORS = 6 * 5 * 11  # a bound on the predecessors of one position
 HIGH_BITS = np.uint64(0x0000808080808080)  # bit 7 of each house lane: borrow detector
 BYTE_ONES = np.uint64(0x0101010101010101)
+MOVES_IN = np.array([bin(bits).count("1") for bits in range(1 << ROW)], dtype=np.int64)  # moves in a 6-bit mask
 
 
 COMPILE_SECONDS = 30  # numba's first compilation of the builder's kernels on 2 cores, measured
@@ -294,6 +295,12 @@ def exit_value(
 
 
 @njit(cache=True, inline="always")
+def _lowest_bit(bits):
+    """The index of the lowest set bit of a non-zero move mask."""
+    return trailing_zeros(np.uint64(bits))  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
+
+
+@njit(cache=True, inline="always")
 def child_at(
     captured: int,
     child_mover: np.uint64,
@@ -314,7 +321,11 @@ def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, fi
     The block's captures are gathered first, their children's value bytes
     prefetched as they are found, and only then read: the misses of those
     scattered reads in the smaller layers overlap instead of following one
-    another. The best capture is kept as best_capture keeps it.
+    another. The best capture is kept as best_capture keeps it. Only the
+    moves rules.capture_candidates lets through are played: the others'
+    last seed cannot make a 2 or a 3, and it says so for all six houses
+    without a branch (the exit pass of layer 26 took 22 s instead of 29
+    with a test and a branch per house).
     """
     mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
     asked = 0
@@ -325,22 +336,21 @@ def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, fi
             if first:
                 values[at_value] = pending(terminal_value(mover, opponent))
         else:
-            children = 0
-            for house in range(ROW):
-                if mask & (1 << house):
-                    if not may_capture(mover, opponent, house):
-                        children += 1
-                        continue
-                    captured, child_mover, child_opponent = play(mover, opponent, house)
-                    if captured == 0:
-                        children += 1
-                    elif use[seeds - captured]:
-                        at = child_at(captured, child_mover, child_opponent, seeds, starts)
-                        prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
-                        where[asked] = at
-                        gains[asked] = captured
-                        owners[asked] = at_value
-                        asked += 1
+            candidates = capture_candidates(mover, opponent) & mask
+            children = MOVES_IN[mask & ~candidates]
+            while candidates:
+                house = _lowest_bit(candidates)
+                candidates &= candidates - 1
+                captured, child_mover, child_opponent = play(mover, opponent, house)
+                if captured == 0:
+                    children += 1  # a grand slam: it captures nothing
+                elif use[seeds - captured]:
+                    at = child_at(captured, child_mover, child_opponent, seeds, starts)
+                    prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+                    where[asked] = at
+                    gains[asked] = captured
+                    owners[asked] = at_value
+                    asked += 1
             if first:
                 values[at_value] = pending(NO_EXIT)
                 counts[count_at(lined, rank)] |= np.uint8(children << ((rank & 1) << 2))

@@ -62,6 +62,26 @@ def _build_masks() -> tuple[np.ndarray, np.ndarray]:
 LAP_MASKS, RANGE_MASKS = _build_masks()
 
 
+def _build_reach() -> np.ndarray:
+    """REACH[h, k]: where sowing k seeds from the mover's house h leaves its
+    last seed, for capture_candidates: the bit offset of that house's lane in
+    the opponent's word, plus (the seeds the sowing adds to it) << 8. Sowing
+    whose last seed stays in the mover's row, or no seeds, points at lane 6
+    (always empty) and adds 64: never 2 or 3 seeds."""
+    nowhere = LANE_BITS * ROW | 64 << 8
+    reach = np.full((ROW, TOTAL_SEEDS + 1), nowhere, dtype=np.int64)
+    for origin in range(ROW):
+        for seeds in range(1, TOTAL_SEEDS + 1):
+            last = (origin + 1 + (seeds - 1) % 11) % HOUSES
+            if last >= ROW:
+                added = seeds // 11 + (1 if seeds % 11 else 0)  # the laps, and one more unless k is a multiple of 11
+                reach[origin, seeds] = LANE_BITS * (last - ROW) | added << 8
+    return reach
+
+
+REACH = _build_reach()
+
+
 @njit(cache=True, inline="always")
 def house_seeds(word: np.uint64, lane: int) -> np.int64:
     """Seeds in lane 0..5 of one row word."""
@@ -150,18 +170,20 @@ def capture(opponent: np.uint64, last: int) -> tuple[int, np.uint64]:
 
 
 @njit(cache=True, inline="always")
-def may_capture(mover: np.uint64, opponent: np.uint64, house: int) -> bool:
-    """Whether sowing the mover's non-empty `house` leaves its last seed on an
-    opponent house that then holds 2 or 3: what a capture needs (play() says
-    whether it is one: a grand slam captures nothing). Costs no sowing: the
-    last house gets k // 11 seeds from the laps and one more unless k is a
-    multiple of 11 (then it is the house before the origin)."""
-    seeds = house_seeds(mover, house)
-    last = (house + 1 + (seeds - 1) % 11) % HOUSES
-    if last < ROW:
-        return False
-    after = house_seeds(opponent, last - ROW) + seeds // 11 + (1 if seeds % 11 else 0)
-    return after == 2 or after == 3
+def capture_candidates(mover: np.uint64, opponent: np.uint64) -> int:
+    """Bit h set when sowing the mover's non-empty house h leaves its last
+    seed on an opponent house that then holds 2 or 3: what a capture needs
+    (play() says whether it is one: a grand slam captures nothing). All six
+    houses at once, without sowing and without a branch: REACH gives each
+    house's last house and what sowing adds to it (k // 11 from the laps,
+    and one more unless k is a multiple of 11, when the last seed falls on
+    the house before the origin)."""
+    candidates = 0
+    for house in range(ROW):
+        reach = REACH[house, (mover >> np.uint64(LANE_BITS * house)) & LANE_MASK]
+        after = np.int64((opponent >> np.uint64(reach & 0xFF)) & LANE_MASK) + (reach >> 8)
+        candidates |= np.int64(np.uint64(after - 2) < np.uint64(2)) << house  # after is 2 or 3
+    return candidates
 
 
 @njit(cache=True, inline="always")

@@ -100,37 +100,49 @@ def test_the_kernels_count_the_scattered_accesses_they_make(threads):
 
 
 def _may_capture_naive(board, house):
-    """What rules.may_capture says, from the naive sowing: the last seed on an opponent house now holding 2 or 3."""
+    """Whether sowing `house` leaves its last seed on an opponent house now holding 2 or 3 (naive sowing)."""
     new_board, last = naive_sow(list(board), house)
     return last >= 6 and new_board[last] in (2, 3)
 
 
+def _candidates_say(board, house):
+    mover, opponent = rules.pack(np.array(board, dtype=np.uint8))
+    return bool(rules.capture_candidates(mover, opponent) >> house & 1)
+
+
 @pytest.mark.parametrize("seeds", [2, 4, 6])
-def test_may_capture_is_the_last_seed_on_a_two_or_three_and_misses_no_capture(seeds):
-    """The exit pass plays only the moves rules.may_capture lets through:
-    over every board of a few seeds (in the index or not), it says exactly
-    where the last seed lands on a 2 or a 3, so no capture is missed."""
+def test_capture_candidates_are_the_last_seed_on_a_two_or_three_and_miss_no_capture(seeds):
+    """The exit pass plays only the moves rules.capture_candidates lets
+    through: over every board of a few seeds (in the index or not), it says
+    exactly where the last seed lands on a 2 or a 3, so no capture is missed."""
     for board in all_boards(seeds):
-        mover, opponent = rules.pack(np.array(board, dtype=np.uint8))
         for house in range(6):
             if board[house] == 0:
                 continue
-            may = rules.may_capture(mover, opponent, house)
+            may = _candidates_say(board, house)
             assert may == _may_capture_naive(board, house), (board, house)
             assert may or naive_play(list(board), house)[0] == 0, (board, house)
 
 
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(st.integers(0, 40), min_size=12, max_size=12), st.integers(0, 5))
-def test_may_capture_agrees_with_naive_sowing_over_laps(houses, house):
+def test_capture_candidates_agree_with_naive_sowing_over_laps(houses, house):
     while sum(houses) > 48:
         houses[houses.index(max(houses))] //= 2
     if houses[house] == 0:
         houses[house] = 1 + sum(houses) % 40
-    mover, opponent = rules.pack(np.array(houses, dtype=np.uint8))
-    may = rules.may_capture(mover, opponent, house)
+    may = _candidates_say(houses, house)
     assert may == _may_capture_naive(houses, house)
     assert may or naive_play(list(houses), house)[0] == 0
+
+
+def test_capture_candidates_never_name_an_empty_house():
+    """An empty house sows nothing: its bit is clear, whatever the opponent holds."""
+    for opponent_board in ([2] * 6, [3, 2, 1, 0, 2, 3], [1] * 6):
+        board = [0, 5, 0, 0, 9, 0] + opponent_board
+        mover, opponent = rules.pack(np.array(board, dtype=np.uint8))
+        candidates = rules.capture_candidates(mover, opponent)
+        assert candidates & 0b101101 == 0, (board, bin(candidates))
 
 
 def _predecessors(seeds, board):
