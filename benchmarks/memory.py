@@ -154,7 +154,9 @@ def main():
     for row in touches:
         print(f"first touch, {row['memory']:>22}: {row['bytes'] / 2**30:.1f} GiB in {row['seconds']:.2f} s "
               f"({row['bytes_per_second'] / 2**30:.2f} GiB/s)")
-    for row in rows[len(touches):]:
+    for row in rows:
+        if row["benchmark"] != "memory":
+            continue
         print(f"{row['threads']} thread(s) {row['update']:>6} {'prefetched' if row['prefetch'] else 'one by one':>10}: "
               f"{row['updates_per_second'] / 1e6:7.1f} M updates/s")
     if args.out:
