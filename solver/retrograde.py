@@ -116,6 +116,7 @@ from .layers import _reserve as reserve  # the store's lazily backed mapping, fo
 from .rules import (
     LAP_MASKS,
     RANGE_MASKS,
+    REACH,
     ROW,
     ROW_ONES,
     capture,
@@ -318,38 +319,119 @@ def child_at(
     return starts[child_seeds] + index.rank_packed(child_mover, child_opponent, child_seeds)
 
 
+PLAN_WORDS = 4 * ROW  # a run's plan for _exit_block: four numbers for each of the mover's houses
+
+
+@njit(cache=True, inline="always")
+def _plan_run(mover, plan):
+    """What sowing each house of `mover` does, for every position of a run
+    (the ranks sharing that mover row, their opponent rows in rank order):
+    plan[h] is REACH[h, seeds of h] (where the last seed lands and what it
+    adds there), plan[6 + h] the seeds it adds to the opponent's row (a
+    word), plan[12 + h] the seeds left on the mover's row and plan[18 + h]
+    that row's part of the child's rank (it is the child's opponent row).
+    Returns the houses that hold seeds (the legal moves while the opponent
+    has seeds)."""
+    mask = 0
+    for house in range(ROW):
+        sown = (mover >> np.uint64(8 * house)) & np.uint64(0xFF)
+        if sown == 0:
+            continue
+        mask |= 1 << house
+        laps = sown // np.uint64(11)
+        rest = np.int64(sown % np.uint64(11))
+        row = (mover & ~(np.uint64(0xFF) << np.uint64(8 * house))) + laps * LAP_MASKS[house, 0] + RANGE_MASKS[
+            house, rest, 0]
+        row_left = row_seeds(row)
+        plan[house] = REACH[house, sown]
+        plan[ROW + house] = np.int64(laps * LAP_MASKS[house, 1] + RANGE_MASKS[house, rest, 1])
+        plan[2 * ROW + house] = row_left
+        plan[3 * ROW + house] = index.row_rank(row, row_left, index.OPPONENT_ROW)
+    return mask
+
+
 @hot_kernel
-def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, first, rows, where, gains, owners):
+def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, first, rows, where, gains, owners, plan):
     """The exits of ranks start..stop-1 (see exit_pass); returns the look-ups made.
+
+    The ranks come in runs that share the mover's row (index.unrank_row):
+    what each house's sowing does to that row, where its last seed lands,
+    what it adds to the opponent's row and the child's rank part from the
+    sown row are worked out once a run (_plan_run); a position then costs
+    its capture tests (the landing house holding 2 or 3 once sown, for all
+    houses at once, as rules.capture_candidates does), and a capture the
+    chain taken back from the landing house and one row rank. The opponent
+    words come from the run's table in order. A run whose opponent row is
+    empty (one position) or whose mover row is empty (terminal) goes the
+    general way (rules.legal_mask, rules.play).
 
     The block's captures are gathered first, their children's value bytes
     prefetched as they are found, and only then read: the misses of those
     scattered reads in the smaller layers overlap instead of following one
-    another. The best capture is kept as best_capture keeps it. Only the
-    moves rules.capture_candidates lets through are played: the others'
-    last seed cannot make a 2 or a 3, and it says so for all six houses
-    without a branch (the exit pass of layer 26 took 22 s instead of 29
-    with a test and a branch per house).
+    another. The best capture is kept as best_capture keeps it.
     """
-    mover, opponent = index.unrank_fast(seeds, start, rows[0], rows[1], rows[2], rows[3])
     asked = 0
-    for rank in range(start, stop):
-        mask = legal_mask(mover, opponent)
-        at_value = value_at(lined, rank)
-        if mask == 0:
-            if first:
-                values[at_value] = pending(terminal_value(mover, opponent))
-        else:
-            candidates = capture_candidates(mover, opponent) & mask
+    run = start  # the first rank of this block in the run
+    while run < stop:
+        mover, run_first, run_length, run_start = index.unrank_row(seeds, run, rows[0], rows[1], rows[3])
+        run_stop = min(stop, run_first + run_length)
+        opponent_seeds = seeds - row_seeds(mover)
+        general = mover == 0 or opponent_seeds == 0
+        moves = 0 if general else _plan_run(mover, plan)
+        for rank in range(run, run_stop):
+            opponent = rows[2][run_start + rank - run_first]
+            at_value = value_at(lined, rank)
+            if general:
+                mask = legal_mask(mover, opponent)
+                if mask == 0:
+                    if first:
+                        values[at_value] = pending(terminal_value(mover, opponent))
+                    continue
+                candidates = capture_candidates(mover, opponent) & mask
+            else:
+                mask = moves
+                candidates = 0
+                for house in range(ROW):
+                    reach = plan[house]
+                    after = np.int64((opponent >> np.uint64(reach & 0xFF)) & np.uint64(0xFF)) + (reach >> 8)
+                    candidates |= np.int64(np.uint64(after - 2) < np.uint64(2)) << house  # after is 2 or 3
+                candidates &= mask
             children = MOVES_IN[mask & ~candidates]
             while candidates:
                 house = _lowest_bit(candidates)
                 candidates &= candidates - 1
-                captured, child_mover, child_opponent = play(mover, opponent, house)
+                at = 0
+                if general:
+                    captured, child_mover, child_opponent = play(mover, opponent, house)
+                    if captured > 0 and use[seeds - captured]:
+                        at = child_at(captured, child_mover, child_opponent, seeds, starts)
+                else:
+                    # Sown, the opponent's row; the chain of 2s and 3s back from the landing lane is taken,
+                    # unless that is every seed of the row (a grand slam captures nothing).
+                    sown = opponent + np.uint64(plan[ROW + house])
+                    lane = (plan[house] & 0xFF) >> 3
+                    captured = 0
+                    taken = np.uint64(0)
+                    while lane >= 0:
+                        held = np.int64((sown >> np.uint64(8 * lane)) & np.uint64(0xFF))
+                        if held != 2 and held != 3:
+                            break
+                        captured += held
+                        taken |= np.uint64(0xFF) << np.uint64(8 * lane)
+                        lane -= 1
+                    child_mover = sown & ~taken
+                    if child_mover == 0:
+                        captured = 0
+                    if captured > 0 and use[seeds - captured]:
+                        child_seeds = seeds - captured
+                        left = plan[2 * ROW + house]
+                        child_mover_seeds = child_seeds - left
+                        at = (starts[child_seeds] + index.LAYER_OFFSET[child_seeds, child_mover_seeds]
+                              + index.row_rank(child_mover, child_mover_seeds, index.ANY_ROW)
+                              * index.OPPONENT_ROWS[left] + plan[3 * ROW + house])
                 if captured == 0:
                     children += 1  # a grand slam: it captures nothing
                 elif use[seeds - captured]:
-                    at = child_at(captured, child_mover, child_opponent, seeds, starts)
                     prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
                     where[asked] = at
                     gains[asked] = captured
@@ -358,7 +440,7 @@ def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, fi
             if first:
                 values[at_value] = pending(NO_EXIT)
                 counts[count_at(lined, rank)] |= np.uint8(children << ((rank & 1) << 2))
-        _ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+        run = run_stop
     for j in range(asked):
         exit = gains[j] - np.int64(flat[where[j]])
         if exit > pending_exit(values[owners[j]]):
@@ -395,6 +477,7 @@ def exit_pass(
     where = np.empty((WORK_SLOTS, BLOCK * ROW), dtype=np.int64)
     gains = np.empty((WORK_SLOTS, BLOCK * ROW), dtype=np.int64)
     owners = np.empty((WORK_SLOTS, BLOCK * ROW), dtype=np.int64)
+    plans = np.zeros((WORK_SLOTS, PLAN_WORDS), dtype=np.int64)
     for slot in prange(WORK_SLOTS):
         while True:
             block = _take(counter, 1)
@@ -402,7 +485,7 @@ def exit_pass(
                 break
             start = block * BLOCK
             asked[slot] += _exit_block(seeds, start, min(size, start + BLOCK), values, counts, lined, flat, starts, use,
-                                       first, rows, where[slot], gains[slot], owners[slot])
+                                       first, rows, where[slot], gains[slot], owners[slot], plans[slot])
     return asked.sum()
 
 
