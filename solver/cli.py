@@ -209,15 +209,20 @@ def _memory_option(function):
     )(function)
 
 
-def _budget(memory):
+def _budget(memory, builds=True):
+    """The budget --memory gives (bytes); with `builds`, one that builds no layer is refused here."""
     from . import plan as model
 
     if memory is None:
         return model.default_budget()
     try:
-        return model.parse_memory(memory)
+        budget = model.parse_memory(memory)
     except ValueError as error:
         raise UserError(f"--memory: {error}") from None
+    too_small = model.budget_too_small(budget) if builds else None
+    if too_small:
+        raise UserError(f"--memory {memory}: {too_small}")
+    return budget
 
 
 @cli.command()
@@ -435,6 +440,7 @@ def plan(max_seeds: int, memory: str | None, directory: str | None, processes: i
     each = _budget(memory_per_process if memory_per_process is not None else memory)
     result = model.cluster_plan(max_seeds, processes, each, directory, threads=threads or os.cpu_count() or 1,
                                 bandwidth=bandwidth * 1e9)
+    _echo_left_out(result)
     if as_json:
         emit_json(result)
         return
@@ -459,7 +465,14 @@ def plan(max_seeds: int, memory: str | None, directory: str | None, processes: i
                    else f"more than {each / gib:.1f} GiB a process, whatever their number"))
 
 
+def _echo_left_out(result):
+    """One line on stderr for each layer the plan's measured figures leave out."""
+    for seeds, error in result["left_out"].items():
+        click.echo(f"awele: layer {seeds} left out of the measured figures: {error}", err=True)
+
+
 def _plan_here(result, max_seeds, as_json):
+    _echo_left_out(result)
     if as_json:
         emit_json(result)
         return
@@ -522,8 +535,10 @@ def info(directory: str | None, full: bool, quick: bool, as_json: bool) -> None:
         seeds = row["seeds"]
         wins, draws, losses = sum(counts[seeds + 1 :]), counts[seeds], sum(counts[:seeds])
         total = max(1, row["positions"])
+        # Below a chunk of positions a file is mostly its fixed header (2.9 kB): no per-position figure.
+        per_position = f"{row['bytes_per_position']:>6.3f}" if row["positions"] >= tables.CHUNK else f"{'-':>6}"
         click.echo(
-            f"{seeds:>5} {row['positions']:>14,} {row['bytes'] / 2**20:>9.2f} {row['bytes_per_position']:>6.3f} "
+            f"{seeds:>5} {row['positions']:>14,} {row['bytes'] / 2**20:>9.2f} {per_position} "
             f"{100 * wins / total:>6.1f}% {100 * draws / total:>6.1f}% {100 * losses / total:>6.1f}%  {row['status']}"
         )
 
@@ -547,7 +562,7 @@ def verify(seeds: int | None, directory: str | None, memory: str | None, as_json
     layers = [seeds] if seeds is not None else tables.built_layers(directory)
     if not layers:
         raise UserError(f"no tables in {directory} to verify")
-    budget = _budget(memory) if memory is not None else None
+    budget = _budget(memory, builds=False) if memory is not None else None  # verify_groups says what it needs
     store = LayerStore(max(layers))
     results = []
     failed = False

@@ -123,9 +123,9 @@ def verify_groups(seeds: int, budget: int) -> list[list[int]]:
     largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
     if largest > room:
         raise BuildError(
-            f"verifying layer {seeds} needs at least {(BASE_BYTES + verify_bytes(seeds) + largest) / 2**30:.1f} GiB "
+            f"verifying layer {seeds} needs at least {size_text(BASE_BYTES + verify_bytes(seeds) + largest, up=True)} "
             f"(the layer, two bits a position, its largest smaller layer and the process); "
-            f"the memory budget is {budget / 2**30:.1f} GiB")
+            f"the memory budget is {size_text(budget)}")
     return _first_fit(retrograde.exit_layers(seeds), room)
 
 
@@ -146,13 +146,36 @@ def _first_fit(layers: list[int], room: int) -> list[list[int]]:
     return [sorted(group) for group in groups] or [[]]
 
 
+def size_text(count: int, up: bool = False) -> str:
+    """A number of bytes for people, to a tenth of its unit (rounded up with
+    `up`, for a least need): '1 KiB', '512 MiB', '512.1 MiB', '21.3 GiB'.
+
+    >>> size_text(1024), size_text(512 << 20), size_text((512 << 20) + 1, up=True), size_text(int(21.3 * 2**30))
+    ('1 KiB', '512 MiB', '512.1 MiB', '21.3 GiB')
+    """
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            tenths = -(-count * 10 // scale) if up else round(count * 10 / scale)
+            return f"{tenths / 10:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{count} bytes"
+
+
+def budget_too_small(budget: int) -> str | None:
+    """Why `budget` builds no layer at all (one line), or None if it builds one."""
+    if least_bytes(0) <= budget:
+        return None
+    return (f"the memory budget of {size_text(budget)} builds no layer: the smallest that builds one is "
+            f"{size_text(least_bytes(0), up=True)} (the process itself takes {size_text(BASE_BYTES)})")
+
+
 def memory_message(seeds: int, budget: int) -> str:
     """One line: what layer `seeds` needs and the largest layer the budget allows."""
     allowed = largest_layer(budget)
+    reach = budget_too_small(budget) or f"the memory budget of {size_text(budget)} builds layers up to {allowed}"
     return (
-        f"layer {seeds} needs at least {least_bytes(seeds) / 2**30:.1f} GiB "
-        f"({working_bytes(seeds) / 2**30:.1f} GiB working state, the largest smaller layer and the process); "
-        f"the memory budget of {budget / 2**30:.1f} GiB builds layers up to {allowed}"
+        f"layer {seeds} needs at least {size_text(least_bytes(seeds), up=True)} "
+        f"({size_text(working_bytes(seeds), up=True)} working state, the largest smaller layer and the process); "
+        + reach
     )
 
 
@@ -179,6 +202,18 @@ def process_memory_message(seeds: int, processes: int, budget: int, threads: int
 
 
 RATE_POSITIONS = 1_000_000  # the smallest layer whose recorded build time gives a rate (layer 12 has 1.3 million)
+
+
+def damaged_layers(directory: str | os.PathLike[str]) -> dict[str, str]:
+    """The layers of `directory` that the measured figures leave out because
+    their files do not check out (a damaged attribute, say), by seed count:
+    what is wrong, naming the file."""
+    found = {}
+    for seeds in tables.built_layers(directory):
+        info = tables.table_info(directory, seeds)
+        if info["status"] not in ("ok", "header ok"):
+            found[str(seeds)] = info.get("error", info["status"])
+    return found
 
 
 def measured_rates(directory: str | os.PathLike[str]) -> tuple[float, float, str]:
@@ -228,7 +263,7 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
             )
         rows.append(row)
     return {"budget_bytes": budget, "rate": rate, "file_bytes_per_position": file_bytes, "measured_on": source,
-            "largest_layer": largest_layer(budget), "layers": rows}
+            "largest_layer": largest_layer(budget), "left_out": damaged_layers(directory), "layers": rows}
 
 
 def measured_exchange(directory: str | os.PathLike[str]) -> tuple[float, float, str]:
@@ -239,9 +274,7 @@ def measured_exchange(directory: str | os.PathLike[str]) -> tuple[float, float, 
         info = tables.table_info(directory, seeds)
         if info["status"] not in ("ok", "header ok"):
             continue
-        with tables.open_table(directory, seeds) as handle:
-            processes = int(handle.attrs.get("processes", 1))
-            exchanged = handle.attrs.get("bytes_exchanged")
+        processes, exchanged = info["processes"], info["bytes_exchanged"]  # checked (tables.recorded)
         if processes > 1 and exchanged is not None:
             # X_P = c (P - 1) / P: a random predecessor or capture is elsewhere with odds (P - 1) / P.
             per_position = float(exchanged) / info["positions"] * processes / (processes - 1)
@@ -293,6 +326,7 @@ def cluster_plan(max_seeds: int, processes: int, memory_per_process: int, direct
         "file_bytes_per_position": file_bytes,
         "smallest_cluster": {str(seeds): least_processes(seeds, memory_per_process, threads)
                              for seeds in sorted({max_seeds, index.MAX_SEEDS})},
+        "left_out": damaged_layers(directory),
         "layers": rows,
     }
 

@@ -22,8 +22,10 @@ finished. The build driver (which layers, in what memory) is solver.build.
 
 import concurrent.futures
 import contextlib
+import errno
 import os
 import re
+import stat
 import struct
 import threading
 import time
@@ -387,24 +389,34 @@ def open_table(directory: str | os.PathLike, seeds: int, cache_bytes: int | None
 
     Raises MissingTableError, CorruptTableError or TableMismatchError, each
     naming the file and what is wrong. The caller closes the returned
-    h5py.File (it is a context manager).
+    h5py.File (it is a context manager). Every reader of a layer comes
+    here: a layer is read only from a regular file at its own name in the
+    folder, never through a symbolic link (_open_regular).
     """
     path = table_path(directory, seeds)
-    if not os.path.lexists(path):
-        raise MissingTableError(
-            f"no table for {seeds} seeds in {directory}: build it with `{build_command(seeds, directory)}`"
-        )
-    if not os.path.isfile(path):
-        raise CorruptTableError(f"{path} is not a table file (a folder, or a link to nothing?)")
-    _check_superblock(path)
-    options = {}
-    if cache_bytes is not None:
-        options = {"rdcc_nbytes": int(cache_bytes), "rdcc_nslots": 10007}
+    descriptor = _open_regular(path, directory, seeds)
     try:
-        handle = h5py.File(path, "r", **options)
-    except _HDF5_FAILURES as error:
-        raise CorruptTableError(f"{path} cannot be read as HDF5 (truncated or damaged?): {error}") from None
+        checked = os.fstat(descriptor)
+        _check_superblock(path, os.pread(descriptor, len(SIGNATURE) + 1, 0))
+        options = {}
+        if cache_bytes is not None:
+            options = {"rdcc_nbytes": int(cache_bytes), "rdcc_nslots": 10007}
+        try:
+            handle = h5py.File(path, "r", **options)
+        except _HDF5_FAILURES as error:
+            raise CorruptTableError(f"{path} cannot be read as HDF5 (truncated or damaged?): {error}") from None
+    except OSError as error:
+        if isinstance(error, TableError):
+            raise
+        raise CorruptTableError(f"{path} cannot be read: {error.strerror}") from None
+    finally:
+        os.close(descriptor)
     try:
+        # HDF5 opens the name again: what it opened must be the file checked
+        # above, not a link or another file swapped in at the name meanwhile.
+        opened = os.fstat(handle.id.get_vfd_handle())
+        if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino):
+            raise CorruptTableError(f"{path} was replaced while it was opened (a link swapped in?); not read")
         with damage_guard(path):
             _check_file(handle, path, seeds)
     except BaseException:
@@ -413,14 +425,40 @@ def open_table(directory: str | os.PathLike, seeds: int, cache_bytes: int | None
     return handle
 
 
-def _check_superblock(path):
-    """Refuse, before HDF5 parses anything, a file whose metadata has no checksums
-    (superblock version below 2): damage there can make HDF5 misread or hang."""
+def _open_regular(path: str, directory: str | os.PathLike, seeds: int) -> int:
+    """A read-only descriptor on `path`, which must be a regular file and not
+    a symbolic link (to anywhere, even to a valid table: awele reads a layer
+    only from its own folder's layout, as it writes it). O_NOFOLLOW refuses
+    a link at the name itself and O_NONBLOCK keeps a pipe there from
+    blocking the open; fstat then looks at what was opened, so nothing
+    swapped in between a check and the open is followed."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(len(SIGNATURE) + 1)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise MissingTableError(
+            f"no table for {seeds} seeds in {directory}: build it with `{build_command(seeds, directory)}`"
+        ) from None
     except OSError as error:
+        if error.errno == errno.ELOOP or os.path.islink(path):
+            raise CorruptTableError(f"{path} is a symbolic link: awele reads a layer only from a file of its own "
+                                    "in the tables folder, never through a link") from None
         raise CorruptTableError(f"{path} cannot be read: {error.strerror}") from None
+    try:
+        kind = os.fstat(descriptor).st_mode
+    except OSError as error:
+        os.close(descriptor)
+        raise CorruptTableError(f"{path} cannot be read: {error.strerror}") from None
+    if not stat.S_ISREG(kind):
+        os.close(descriptor)
+        what = "a folder" if stat.S_ISDIR(kind) else "a pipe" if stat.S_ISFIFO(kind) else "not a regular file"
+        raise CorruptTableError(f"{path} is not a table file ({what})")
+    return descriptor
+
+
+def _check_superblock(path, head):
+    """Refuse, before HDF5 parses anything, a file whose metadata has no checksums
+    (superblock version below 2): damage there can make HDF5 misread or hang.
+    `head` is the file's first bytes."""
     if len(head) < len(SIGNATURE) + 1 or head[: len(SIGNATURE)] != SIGNATURE:
         raise CorruptTableError(f"{path} is not an HDF5 file (truncated or damaged?)")
     if head[-1] < 2:
@@ -452,6 +490,37 @@ def _check_file(handle, path, seeds):
         raise CorruptTableError(f"{path}: the value histogram is missing or malformed")
     if int(histogram_found.sum()) != index.layer_size(seeds):
         raise CorruptTableError(f"{path}: the value histogram does not add up to the layer's size")
+    _check_records(attributes, path)
+
+
+# What a build records of itself and `awele info` or `awele plan` read back: the
+# attribute, whether it is a count (else any real number), its least value.
+RECORDS = {"build_seconds": (False, 0), "processes": (True, 1), "bytes_exchanged": (True, 0)}
+
+
+def recorded(attributes: Any, path: str, name: str) -> int | float | None:
+    """The build record `name` (RECORDS) of an open table, None when the file
+    has none (older builds do not record every one). A record that is not
+    one finite number of its kind in its range raises CorruptTableError
+    naming the file and the attribute: text, NaN or a negative count is not
+    what awele writes, and must not reach a plan's arithmetic."""
+    if name not in attributes:
+        return None
+    whole, least = RECORDS[name]
+    found = np.asarray(attributes[name])
+    kinds = "iu" if whole else "iuf"
+    if found.shape != () or found.dtype.kind not in kinds or not np.isfinite(found) or found < least:
+        shown = found.item() if found.shape == () else found.tolist() if found.size <= 4 else f"an array {found.shape}"
+        if isinstance(shown, bytes):
+            shown = shown.decode(errors="replace")
+        what = "a whole number" if whole else "a number"
+        raise CorruptTableError(f"{path} has a damaged {name!r} attribute ({shown!r}, not {what} of at least {least})")
+    return int(found) if whole else float(found)
+
+
+def _check_records(attributes, path):
+    for name in RECORDS:
+        recorded(attributes, path, name)
 
 
 def _check_layout(handle, path, seeds):
@@ -678,7 +747,9 @@ def table_info(directory: str | os.PathLike, seeds: int, full: bool = False) -> 
         with open_table(directory, seeds) as handle, damage_guard(path):
             attributes = handle.attrs
             info["histogram"] = [int(c) for c in attributes["histogram"]]
-            info["build_seconds"] = float(np.asarray(attributes.get("build_seconds", 0.0)).item())
+            info["build_seconds"] = recorded(attributes, path, "build_seconds") or 0.0
+            info["processes"] = recorded(attributes, path, "processes") or 1
+            info["bytes_exchanged"] = recorded(attributes, path, "bytes_exchanged")
             version = attributes.get("package_version", b"")
             info["package_version"] = version.decode(errors="replace") if isinstance(version, bytes) else str(version)
             chunk_checksums(handle, path)
