@@ -15,13 +15,18 @@ reused, so a killed build resumes at the first layer it had not written.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
+import functools
 import os
 import resource
+import signal
+import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
@@ -85,6 +90,89 @@ class BuildLock:
             os.ftruncate(self.descriptor, 0)
             os.close(self.descriptor)  # closing releases the flock
             self.descriptor = None
+
+
+# Signals ---------------------------------------------------------------------------
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+
+
+class Stopped(KeyboardInterrupt):
+    """A build stopped by a signal (SIGTERM, SIGHUP, or Ctrl-C's SIGINT),
+    raised where the build is, as Ctrl-C's KeyboardInterrupt is: what it
+    was writing is removed on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+_RECEIVED: list[int] = []  # the stop signals heard since stopping_signals() took them
+
+
+def _stop(signum, frame):
+    _RECEIVED.append(signum)
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def stopping_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP end a build as Ctrl-C does (Stopped, a
+    KeyboardInterrupt): the temporary file of the layer being written is
+    removed and the lock released. Then the signal is sent again with its
+    default action, so that the process ends as killed by it (a shell sees
+    128 + the signal), as it would have without the build. Only where the
+    signal's action is the default (SIGINT: Python's KeyboardInterrupt), and
+    only in the main thread (Python runs handlers there alone); a compiled
+    kernel hears it when it returns. Python can swallow what a handler
+    raises (inside one of h5py's weakref callbacks, for one) and the build
+    then goes on to its end: the stop is then honoured there. What no
+    handler can clean up (SIGKILL) the next build removes
+    (tables.remove_stale_temporaries)."""
+    caught = []
+    if threading.current_thread() is threading.main_thread():
+        caught = [signum for signum in STOP_SIGNALS if signal.getsignal(signum) is signal.SIG_DFL]
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            caught.append(signal.SIGINT)
+    if caught:
+        _RECEIVED.clear()
+    previous = {}
+    stopped = False
+    try:
+        for signum in caught:
+            previous[signum] = signal.signal(signum, _stop)
+        yield
+    except Stopped:
+        stopped = True
+        raise
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        heard = [signum for signum in _RECEIVED if signum != signal.SIGINT] if caught else []
+        if heard:
+            sys.stderr.flush()
+            os.kill(os.getpid(), heard[0])  # the default action now: the process ends here
+        if caught and _RECEIVED and not stopped:
+            raise KeyboardInterrupt  # Ctrl-C, swallowed on its way: heard now
+
+
+def _stops_on_signals(function: _Function) -> _Function:
+    """`function` run under stopping_signals()."""
+
+    @functools.wraps(function)
+    def stopping(*args: Any, **kwargs: Any) -> Any:
+        with stopping_signals():
+            return function(*args, **kwargs)
+
+    return cast(_Function, stopping)
+
+
+def _remove_leftovers(directory: str) -> None:
+    """Remove (and name on stderr) the temporary files stopped builds left in `directory` (under its lock)."""
+    for name in tables.remove_stale_temporaries(directory):
+        print(f"awele: removed {os.path.join(directory, name)}, left behind by a build that was stopped",
+              file=sys.stderr)
 
 
 def prepare_directory(directory: str) -> None:
@@ -179,6 +267,7 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     return stats
 
 
+@_stops_on_signals
 def build(max_seeds: int, directory: str | None = None, threads: int | None = None, memory: int | None = None,
           report: Callable[[dict], None] | None = None, progress: Callable | None = None,
           store: LayerStore | None = None) -> LayerStore:
@@ -201,7 +290,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     budget = int(memory or default_budget())
     prepare_directory(directory)
     with BuildLock(directory):
-        tables.remove_stale_temporaries(directory)
+        _remove_leftovers(directory)
         missing = [n for n in range(max_seeds + 1) if not _existing_layer_ok(directory, n)]
         too_big = [n for n in missing if least_bytes(n) > budget]
         if too_big:
@@ -239,6 +328,7 @@ class CollectiveError(BuildError):
     """An error every process of a distributed build raises alike (process 0 reports it)."""
 
 
+@_stops_on_signals
 def build_distributed(max_seeds: int, directory: str | None = None, exchange: distributed.Exchange | None = None,
                       threads: int | None = None, memory: int | None = None, checkpoint_dir: str | None = None,
                       checkpoint_interval: float = 0.0,
@@ -270,7 +360,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                 if checkpoint_dir:
                     _check_checkpoint_folder(checkpoint_dir)
                 lock.__enter__()
-                tables.remove_stale_temporaries(directory)
+                _remove_leftovers(directory)
                 missing = [n for n in range(max_seeds + 1) if not _existing_layer_ok(directory, n)]
                 too_big = [n for n in missing if process_bytes(n, processes, threads, outbox, batch) > budget]
                 if too_big:

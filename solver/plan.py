@@ -164,7 +164,7 @@ def budget_too_small(budget: int) -> str | None:
     """Why `budget` builds no layer at all (one line), or None if it builds one."""
     if least_bytes(0) <= budget:
         return None
-    return (f"the memory budget of {size_text(budget)} builds no layer: the smallest that builds one is "
+    return (f"the memory budget of {size_text(budget)} builds no layer: layer 0 needs at least "
             f"{size_text(least_bytes(0), up=True)} (the process itself takes {size_text(BASE_BYTES)})")
 
 

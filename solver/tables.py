@@ -206,12 +206,15 @@ def write_table(directory: str, seeds: int, values: Any, build_seconds: float = 
         raise ValueError(f"layer {seeds} has {size} int8 values, got {values.shape} {values.dtype}")
     path = table_path(directory, seeds)
     temporary = f"{path}{TEMPORARY_SUFFIX}-{os.getpid()}"
-    created = False
+    refused = False
     try:
         # Created exclusively (O_EXCL): an existing name, or a link planted
         # at it, makes this fail instead of being followed.
-        descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        created = True
+        try:
+            descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except OSError:
+            refused = True
+            raise
         target = _TemporaryFile(descriptor)
         try:
             _write_layer(target, seeds, size, values, build_seconds, extra, counts)
@@ -220,14 +223,16 @@ def write_table(directory: str, seeds: int, values: Any, build_seconds: float = 
         if target.error is not None:
             raise target.error
         os.replace(temporary, path)
-        created = False
     except (OSError, RuntimeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else " ".join(str(error).split())
-        if not created and isinstance(error, FileExistsError):
+        if refused and isinstance(error, FileExistsError):
             reason = f"{os.path.basename(temporary)} is already there (a link?), refusing to write through it"
         raise TableWriteError(f"cannot write {path}: {reason}") from None
     finally:
-        if created and os.path.lexists(temporary):
+        # Whatever stopped the write, the temporary is ours unless the open
+        # refused it: a signal can land right after the open returns, before
+        # any flag could say so (Python runs its handlers between calls).
+        if not refused and os.path.lexists(temporary):
             os.remove(temporary)
     return path
 
@@ -241,22 +246,29 @@ def write_file_exclusively(path: str, parts: Iterable[bytes | np.ndarray]) -> in
     temporary = f"{path}{TEMPORARY_SUFFIX}-{os.getpid()}"
     if os.path.lexists(temporary):
         os.remove(temporary)
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     crc = 0
+    refused = False
     try:
-        for part in parts:
-            view = memoryview(part).cast("B")  # type: ignore[arg-type]  # an ndarray is a buffer (stubs: 3.12 on)
-            done = 0
-            while done < len(view):
-                done += os.write(descriptor, view[done:])
-            crc = zlib.crc32(view, crc)
-        os.fsync(descriptor)
-    except BaseException:
-        os.close(descriptor)
-        os.remove(temporary)
-        raise
-    os.close(descriptor)
-    os.replace(temporary, path)
+        try:
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError:
+            refused = True
+            raise
+        try:
+            for part in parts:
+                view = memoryview(part).cast("B")  # type: ignore[arg-type]  # an ndarray is a buffer (stubs: 3.12 on)
+                done = 0
+                while done < len(view):
+                    done += os.write(descriptor, view[done:])
+                crc = zlib.crc32(view, crc)
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, path)
+    finally:
+        # Ours unless the open refused it, even if a signal landed right after the open returned (as write_table).
+        if not refused and os.path.lexists(temporary):
+            os.remove(temporary)
     return crc
 
 
@@ -784,10 +796,34 @@ def built_layers(directory: str | os.PathLike) -> list[int]:
     return sorted(found)
 
 
-def remove_stale_temporaries(directory: str) -> None:
-    """Delete temporary files left by a build that was killed (call it holding the folder's build lock)."""
-    pattern = re.compile(r"awele-\d{2}\.h5" + re.escape(TEMPORARY_SUFFIX) + r"-\d+")
-    for name in os.listdir(directory):
+def remove_stale_temporaries(directory: str) -> list[str]:
+    """Delete the temporary files of layers (``awele-NN.h5.tmp-PID``) that a
+    build stopped without cleaning up (SIGKILL, a power cut) left in
+    `directory`, and return their names. Call it holding the folder's build
+    lock: a temporary is left alone if the process that made it still runs
+    (another writer, say one whose lock file was deleted under it), and so
+    is anything at such a name that is not a regular file."""
+    pattern = re.compile(r"awele-\d{2}\.h5" + re.escape(TEMPORARY_SUFFIX) + r"-(\d+)")
+    removed = []
+    for name in sorted(os.listdir(directory)):
+        match = pattern.fullmatch(name)
         path = os.path.join(directory, name)
-        if pattern.fullmatch(name) and not os.path.islink(path) and os.path.isfile(path):
-            os.remove(path)
+        if (match and not os.path.islink(path) and os.path.isfile(path)
+                and (int(match.group(1)) == os.getpid() or not _running(int(match.group(1))))):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+                removed.append(name)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether a process `pid` runs on this machine."""
+    if not 0 < pid < 1 << 22:  # Linux's largest PID: the name cannot be a live process's
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

@@ -7,6 +7,10 @@ signal (nothing half-written left behind)."""
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import h5py
 import numpy as np
@@ -171,9 +175,108 @@ def test_verify_says_what_it_needs_of_a_budget_too_small_in_units_that_show_it(b
 
 
 def test_the_api_says_the_same_of_a_budget_that_builds_nothing(tmp_path):
-    with pytest.raises(BuildError, match=r"the memory budget of 1 KiB builds no layer: the smallest that builds one"):
+    with pytest.raises(BuildError, match=r"memory budget of 1 KiB builds no layer: layer 0 needs at least 512.1 MiB"):
         build.build(3, str(tmp_path), memory=1024)
     assert plan.budget_too_small(plan.least_bytes(0)) is None
     message = plan.memory_message(20, plan.least_bytes(19))
     assert re.fullmatch(r"layer 20 needs at least [\d.]+ MiB \([\d.]+ MiB working state, [^;]*\); "
                         r"the memory budget of [\d.]+ MiB builds layers up to 19", message), message
+
+
+# Builds stopped by a signal --------------------------------------------------------
+
+
+def _build_until_a_layer_is_written(folder, stop):
+    """`awele build --max-seeds 14` in `folder` (layers 0..12 there), sent
+    signal `stop` the moment a layer's temporary file appears: it is then
+    writing that layer. Returns (status, stderr)."""
+    process = subprocess.Popen([sys.executable, "-m", "solver", "build", "--max-seeds", "14", "--dir", folder,
+                                "--quiet", "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        while process.poll() is None and not any(tables.TEMPORARY_SUFFIX + "-" in n for n in os.listdir(folder)):
+            time.sleep(0.001)
+        process.send_signal(stop)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, stderr
+
+
+def _temporaries(folder):
+    return sorted(name for name in os.listdir(folder) if tables.TEMPORARY_SUFFIX + "-" in name)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_build_stopped_by_a_signal_while_it_writes_a_layer_leaves_nothing_behind(built, tmp_path, stop):
+    folder = _copy(built, str(tmp_path / "tables"))
+    status, stderr = _build_until_a_layer_is_written(folder, stop)
+    assert status == (130 if stop == signal.SIGINT else -stop), stderr  # Ctrl-C says "aborted"; the rest, killed
+    assert "Traceback" not in stderr
+    assert _temporaries(folder) == []
+    for seeds in tables.built_layers(folder):
+        assert tables.table_info(folder, seeds, full=True)["status"] == "ok"
+
+
+def test_the_next_build_removes_what_a_killed_one_left_and_names_it(built, tmp_path, capfd):
+    folder = _copy(built, str(tmp_path / "tables"))
+    status, _ = _build_until_a_layer_is_written(folder, signal.SIGKILL)
+    left = _temporaries(folder)
+    assert status == -signal.SIGKILL and len(left) == 1
+    build.build(TOP + 1, folder)
+    assert _temporaries(folder) == []
+    removed = f"awele: removed {os.path.join(folder, left[0])}, left behind by a build that was stopped"
+    assert removed in capfd.readouterr().err
+
+
+def test_only_temporaries_of_processes_that_no_longer_run_are_removed(tmp_path):
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        names = {"dead": f"awele-14.h5.tmp-{finished.stdout.strip()}", "alive": f"awele-15.h5.tmp-{running.pid}",
+                 "mine": f"awele-16.h5.tmp-{os.getpid()}", "other": "awele-16.h5.tmp-x", "zero": "awele-17.h5.tmp-0"}
+        for name in names.values():
+            (tmp_path / name).write_bytes(b"half")
+        assert tables.remove_stale_temporaries(str(tmp_path)) == sorted([names["dead"], names["mine"], names["zero"]])
+        assert sorted(os.listdir(tmp_path)) == sorted([names["alive"], names["other"]])
+    finally:
+        running.kill()
+        running.wait()
+
+
+def test_signals_are_handed_back_as_they_were_after_a_build(tmp_path):
+    before = [signal.getsignal(stop) for stop in build.STOP_SIGNALS]
+    build.build(2, str(tmp_path))
+    assert [signal.getsignal(stop) for stop in build.STOP_SIGNALS] == before
+
+
+@pytest.mark.parametrize("write", [lambda folder: tables.write_table(folder, 3, np.zeros(364, dtype=np.int8)),
+                                   lambda folder: tables.write_file_exclusively(os.path.join(folder, "state"),
+                                                                                [b"values"])],
+                         ids=["table", "checkpoint"])
+def test_a_signal_right_after_the_temporary_is_created_leaves_nothing(tmp_path, monkeypatch, write):
+    """Python runs a signal's handler as soon as a call returns: a stop can
+    land between the open that created the temporary and anything that
+    could record it."""
+    real_open = os.open
+
+    def open_then_stop(*args, **kwargs):
+        descriptor = real_open(*args, **kwargs)
+        os.close(descriptor)
+        raise build.Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(os, "open", open_then_stop)
+    with pytest.raises(build.Stopped):
+        write(str(tmp_path))
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_swallowed_on_its_way_is_still_honoured_when_the_build_ends(stop):
+    program = ("import os, signal\nfrom solver import build\nwith build.stopping_signals():\n"
+               f"    try:\n        os.kill(os.getpid(), {int(stop)})\n    except KeyboardInterrupt:\n        pass\n"
+               "    print('went on', flush=True)\nprint('not reached', flush=True)\n")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert result.stdout == "went on\n" and result.returncode == -stop, result.stderr
