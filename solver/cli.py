@@ -100,6 +100,15 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2))
 
 
+def _first_process() -> bool:
+    """Whether this is the first (or only) process the MPI launcher started."""
+    if not any(name in os.environ for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")):
+        return True  # not launched by mpiexec or srun: no need to load the distributed module
+    from . import distributed
+
+    return distributed.launched_rank() == 0
+
+
 class AweleGroup(click.Group):
     """A click group whose errors are one line on stderr with exit status 2."""
 
@@ -112,6 +121,8 @@ class AweleGroup(click.Group):
             click.echo("awele: aborted", err=True)
             sys.exit(130)
         except click.ClickException as error:
+            if not _first_process():  # under mpiexec every process meets a bad option alike: one says so
+                sys.exit(EXIT_USER_ERROR)
             click.echo(f"awele: error: {error.format_message()}", err=True)
             sys.exit(EXIT_USER_ERROR)
         except AweleError as error:

@@ -38,12 +38,14 @@ the others: the job never hangs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import threading
 import time
 import zlib
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
 from typing import Any, TypeVar
 
 import numba
@@ -60,6 +62,7 @@ _Summed = TypeVar("_Summed", int, np.ndarray)
 LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 OUTBOX = 1 << 20  # updates a thread collects for other processes before its sweep pauses
 EXIT_BATCH = 1 << 19  # positions per round of exit requests (about 6.5 MiB of requests)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 KILL_VARIABLE = "AWELE_TEST_KILL"  # "seeds:stage:process": that process kills itself after that checkpoint
 
 
@@ -77,6 +80,43 @@ def launched_processes() -> int:
         if value.isdigit() and int(value) > 1:
             return int(value)
     return 1
+
+
+RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")  # and Slurm's SLURM_PROCID under srun
+
+
+def launched_rank() -> int:
+    """This process's rank among those the MPI launcher started, from the
+    environment (0 when not launched by one), so that an error every process
+    meets alike before MPI starts (a bad option) is printed by one of them."""
+    if launched_processes() == 1:
+        return 0
+    for name in (*RANK_VARIABLES, "SLURM_PROCID"):
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+@contextlib.contextmanager
+def _waiting() -> Iterator[None]:
+    """While this process waits inside MPI for the others, a stop signal
+    (Ctrl-C's SIGINT, SIGTERM, SIGHUP) ends it at once, by the signal's
+    default action: Python runs a handler only once MPI returns, and a wait
+    on a process that was stopped (SIGSTOP) never returns, so Ctrl-C at the
+    launcher would hang the job. Killed, this process makes mpiexec end the
+    others (the stopped one too); a temporary file it was writing is removed
+    by the next build. Outside MPI calls a signal is handled as before."""
+    changed = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in STOP_SIGNALS:
+            if callable(signal.getsignal(signum)):
+                changed[signum] = signal.signal(signum, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for signum, handler in changed.items():
+            signal.signal(signum, handler)
 
 
 def world() -> "Exchange":
@@ -122,15 +162,17 @@ class Exchange:
         started = time.perf_counter()
         counts = np.asarray(counts, dtype=np.int64)
         arrived = np.empty(self.size, dtype=np.int64)
-        self.comm.Alltoall(counts, arrived)
+        with _waiting():
+            self.comm.Alltoall(counts, arrived)
         if max(counts.max(initial=0), arrived.max(initial=0)) >= 2**31:
             raise BuildError("an exchange of more than 2**31 items: lower the batch sizes")
         received = np.empty(int(arrived.sum()), dtype=data.dtype)
         kind = self._types[data.dtype]
-        self.comm.Alltoallv(
-            [data, (counts.astype(np.int32), _offsets(counts).astype(np.int32)), kind],
-            [received, (arrived.astype(np.int32), _offsets(arrived).astype(np.int32)), kind],
-        )
+        with _waiting():
+            self.comm.Alltoallv(
+                [data, (counts.astype(np.int32), _offsets(counts).astype(np.int32)), kind],
+                [received, (arrived.astype(np.int32), _offsets(arrived).astype(np.int32)), kind],
+            )
         self._timed(started, (int(counts.sum()) - int(counts[self.rank])) * data.dtype.itemsize)
         return received, arrived
 
@@ -139,11 +181,12 @@ class Exchange:
         if self.comm is None:
             return value
         started = time.perf_counter()
-        if isinstance(value, np.ndarray):
-            total = np.empty_like(value)
-            self.comm.Allreduce(value, total, op=self._mpi.SUM)
-        else:
-            total = self.comm.allreduce(int(value), op=self._mpi.SUM)
+        with _waiting():
+            if isinstance(value, np.ndarray):
+                total = np.empty_like(value)
+                self.comm.Allreduce(value, total, op=self._mpi.SUM)
+            else:
+                total = self.comm.allreduce(int(value), op=self._mpi.SUM)
         self._timed(started)
         return total
 
@@ -152,7 +195,8 @@ class Exchange:
         if self.comm is None:
             return alone
         started = time.perf_counter()
-        result = call(value)
+        with _waiting():
+            result = call(value)
         self._timed(started)
         return result
 
@@ -177,21 +221,24 @@ class Exchange:
         counts = np.asarray(counts, dtype=np.int64)
         receive = [whole, (counts.astype(np.int32), _offsets(counts).astype(np.int32)), self._mpi.INT8_T] \
             if self.rank == 0 else None
-        self.comm.Gatherv([piece, self._mpi.INT8_T], receive, root=0)
+        with _waiting():
+            self.comm.Gatherv([piece, self._mpi.INT8_T], receive, root=0)
         self._timed(started, 0 if self.rank == 0 else piece.nbytes)
         return whole
 
     def barrier(self) -> None:
         if self.comm is not None:
             started = time.perf_counter()
-            self.comm.Barrier()
+            with _waiting():
+                self.comm.Barrier()
             self._timed(started)
 
     def processes_per_node(self) -> int:
         """How many of the processes share this one's machine."""
         if self.comm is None:
             return 1
-        local = self.comm.Split_type(self._mpi.COMM_TYPE_SHARED)
+        with _waiting():
+            local = self.comm.Split_type(self._mpi.COMM_TYPE_SHARED)
         try:
             return local.Get_size()
         finally:
