@@ -4,6 +4,7 @@ refused before it builds; Ctrl-C at the launcher ends a job even when one
 of its processes was stopped (SIGSTOP), and the next build removes what the
 job left."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -111,10 +112,8 @@ def test_mpi_ctrl_c_ends_a_job_one_of_whose_processes_is_stopped(tmp_path):
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()
             for pid in ranks.values():
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
     # The next build removes what the job may have left half-written, and goes on from the layers it wrote.
     build.build(13, directory)
     assert not [name for name in os.listdir(directory) if tables.TEMPORARY_SUFFIX + "-" in name]
