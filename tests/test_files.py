@@ -280,3 +280,17 @@ def test_a_stop_swallowed_on_its_way_is_still_honoured_when_the_build_ends(stop)
                "    print('went on', flush=True)\nprint('not reached', flush=True)\n")
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert result.stdout == "went on\n" and result.returncode == -stop, result.stderr
+
+
+def test_the_server_refuses_a_layer_that_is_a_link(linked):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from solver.web.app import create_app
+
+    with TestClient(create_app(linked)) as client:
+        response = client.post("/api/position", json={"position": NINE})
+        assert response.status_code == 500 and "layer 9" in response.text, response.text  # the oracle names no path
+        eight = client.post("/api/position", json={"position": "1-0-0-0-0-0/0-0-0-3-3-1 S"})
+        assert eight.status_code == 200 and eight.json()["tables"], eight.text
