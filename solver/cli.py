@@ -516,6 +516,9 @@ def _duration(seconds):
     return f"{seconds / 3600:.1f} h"
 
 
+INFO_BYTES_PER_POSITION_FROM = 100_000  # `info` gives bytes a position for files of at least this many bytes
+
+
 @cli.command()
 @_directory_option
 @click.option("--full", is_flag=True, hidden=True, help="Read every value back (the default; kept for scripts).")
@@ -546,8 +549,11 @@ def info(directory: str | None, full: bool, quick: bool, as_json: bool) -> None:
         seeds = row["seeds"]
         wins, draws, losses = sum(counts[seeds + 1 :]), counts[seeds], sum(counts[:seeds])
         total = max(1, row["positions"])
+        # A file's few KiB of HDF5 header would read as thousands of bytes a position in the
+        # smallest layers: the figure is shown where the values make most of the file.
+        per_position = f"{row['bytes_per_position']:>6.3f}" if row["bytes"] >= INFO_BYTES_PER_POSITION_FROM else "-"
         click.echo(
-            f"{seeds:>5} {row['positions']:>14,} {row['bytes'] / 2**20:>9.2f} {row['bytes_per_position']:>6.3f} "
+            f"{seeds:>5} {row['positions']:>14,} {row['bytes'] / 2**20:>9.2f} {per_position:>6} "
             f"{100 * wins / total:>6.1f}% {100 * draws / total:>6.1f}% {100 * losses / total:>6.1f}%  {row['status']}"
         )
 

@@ -152,3 +152,17 @@ print(seen[0])
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", "not ready when layer 0 started: " + done.stdout
+
+
+def test_info_gives_bytes_a_position_only_where_the_values_make_the_file(tmp_path):
+    # Layer 0 is one position in a file of a few KiB: "2924.000" bytes a position said nothing.
+    from solver import build
+
+    build.build(10, str(tmp_path))
+    result = CliRunner().invoke(cli, ["info", "--dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    rows = {int(line.split()[0]): line.split() for line in result.stdout.splitlines()[2:]}
+    assert rows[0][3] == "-" and rows[5][3] == "-"
+    assert 0.1 < float(rows[10][3]) < 1.0
+    data = CliRunner().invoke(cli, ["info", "--dir", str(tmp_path), "--json"]).stdout
+    assert json.loads(data)["layers"][0]["bytes_per_position"] > 1000  # the JSON keeps the figure
