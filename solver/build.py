@@ -267,6 +267,14 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     return stats
 
 
+def _warm_up(max_seeds):
+    """Compile (or load from numba's cache) the builder's kernels on small layers
+    and a few bytes, and start numba's threads, so that no layer's time includes it."""
+    retrograde.solve_up_to(min(8, max_seeds))
+    tables.fletcher32(np.frombuffer(bytes(2), dtype=np.uint8))  # read-only, as the writer passes it
+    tables.byte_histogram(np.zeros(1, dtype=np.int8))
+
+
 @_stops_on_signals
 def build(max_seeds: int, directory: str | None = None, threads: int | None = None, memory: int | None = None,
           report: Callable[[dict], None] | None = None, progress: Callable | None = None,
@@ -298,6 +306,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
         store = store if store is not None and store.max_seeds >= max_seeds else LayerStore(max_seeds)
         rows = index.RowTables(max_seeds).arrays
         with retrograde.thread_count(threads):
+            if missing:
+                _warm_up(max_seeds)
             for seeds in range(max_seeds + 1):
                 started = time.perf_counter()
                 row: dict[str, Any] = {"seeds": seeds, "positions": index.layer_size(seeds), "built": seeds in missing}

@@ -6,6 +6,7 @@ stderr and exit with status 2; no traceback reaches the user.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -14,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
@@ -110,7 +111,30 @@ def _first_process() -> bool:
 
 
 class AweleGroup(click.Group):
-    """A click group whose errors are one line on stderr with exit status 2."""
+    """A click group whose errors are one line on stderr with exit status 2,
+    whose help gives each command's first paragraph whole, and whose aliases
+    (`query` for `best`) are shown beside their command, not as commands."""
+
+    aliases: ClassVar[dict[str, str]] = {}  # alias: the command it names
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click cuts a summary at its first word ending in "." ("(e.g.") or at a
+        # width; the first paragraph whole, wrapped, says what a command does.
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            also = sorted(alias for alias, target in self.aliases.items() if target == name)
+            label = name + (f" ({', '.join(also)})" if also else "")
+            summary = command.short_help or (command.help or "").split("\n\n")[0]
+            rows.append((label, " ".join(summary.split())))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = "awele", complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
@@ -516,6 +540,8 @@ def _duration(seconds):
     return f"{seconds / 3600:.1f} h"
 
 
+
+
 @cli.command()
 @_directory_option
 @click.option("--full", is_flag=True, hidden=True, help="Read every value back (the default; kept for scripts).")
@@ -598,9 +624,14 @@ EMBEDDED_SEEDS = 16  # `best` builds missing layers up to this many seeds by its
 
 
 def _open_tablebase(directory, position, quiet=False):
-    """A Tablebase for `position`, building small missing layers on the way."""
+    """A Tablebase for `position`, building small missing layers on the way.
+
+    A build says what it builds and where, on stderr, whether or not stderr
+    is a terminal (it writes files the user did not ask for by name), before
+    its progress bar starts (so the bar does not overwrite it); `quiet` only
+    leaves the bar out."""
     from . import build as builder
-    from . import tables
+    from . import index, retrograde, tables
     from .probe import Tablebase
 
     directory = directory or tables.default_directory()
@@ -610,22 +641,30 @@ def _open_tablebase(directory, position, quiet=False):
     if missing and needed <= EMBEDDED_SEEDS:
         from tqdm import tqdm
 
-        announced: list[bool] = []
-
-        def announce(*_):
-            # Once a layer is being solved, not before: a folder that cannot
-            # take the tables then fails in one line. Only on a terminal, like
-            # the bar: a disk that fills up later is then one line too in a log.
-            if not announced:
-                announced.append(True)
-                if not quiet and sys.stderr.isatty():
-                    click.echo(f"building the missing tables up to {needed} seeds in {directory} (once)", err=True)
-
+        # A folder that cannot take the tables fails in one line, before the notice.
+        builder.prepare_directory(directory)
+        positions = sum(index.layer_size(n) for n in missing)
+        compiling = "" if retrograde.kernels_cached() else (
+            f"; compiling the builder's kernels first, once (about {retrograde.COMPILE_SECONDS} s)")
+        click.echo(f"building the missing tables, layer{'s' if len(missing) > 1 else ''} {_layer_ranges(missing)} "
+                   f"({positions:,} positions), "
+                   f"in {directory}, once: later answers read them{compiling}", err=True)
         bar = tqdm(total=needed + 1, desc="tables", unit="layer", disable=quiet or not sys.stderr.isatty(),
                    file=sys.stderr)
-        builder.build(needed, directory, report=lambda row: bar.update(1), progress=announce)
+        builder.build(needed, directory, report=lambda row: bar.update(1))
         bar.close()
     return tablebase
+
+
+def _layer_ranges(layers):
+    """'0..4, 7' for the sorted seed counts [0, 1, 2, 3, 4, 7]."""
+    runs: list[list[int]] = []
+    for n in layers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{low}..{high}" if high > low else f"{low}" for low, high in runs)
 
 
 def _score_text(scores):
@@ -633,6 +672,10 @@ def _score_text(scores):
     from .report import Outcome
 
     return Outcome(float(scores[0]), float(scores[1])).text()
+
+
+def _side_name(position):
+    return "South" if position.to_move == "S" else "North"
 
 
 def _echo_moves(moves, show_exact):
@@ -709,10 +752,29 @@ def _limits(depth, seconds, nodes, default_time):
     return depth, (seconds or None), nodes
 
 
-def _searcher(directory, max_tables, hash_mb, threads=None):
+SEARCH_COMPILE_SECONDS = 20  # numba's first compilation of the search's kernels on 2 cores, measured
+
+
+def search_kernels_cached() -> bool:
+    """Whether numba's cache holds the search kernel (else the first Searcher compiles it)."""
+    from . import search
+
+    # Numba's own idea of where search.py's kernels are cached ($NUMBA_CACHE_DIR or __pycache__).
+    folder = getattr(getattr(search.tt_probe, "_cache", None), "_cache_path", None) or os.path.join(
+        os.path.dirname(os.path.abspath(search.__file__)), "__pycache__")
+    try:
+        return any(name.startswith("search._search-") and name.endswith(".nbi") for name in os.listdir(folder))
+    except OSError:
+        return False
+
+
+def _searcher(directory, max_tables, hash_mb, threads=None, quiet=False):
     from . import tables
     from .search import Searcher
 
+    if not quiet and not search_kernels_cached():
+        click.echo(f"compiling the search's kernels, once (about {SEARCH_COMPILE_SECONDS} s; later searches start "
+                   "at once)", err=True)
     return Searcher(directory or tables.default_directory(), hash_mb=hash_mb, max_table_seeds=max_tables,
                     threads=threads)
 
@@ -799,7 +861,7 @@ def search_command(position: str | None, moves: str | None, depth: int | None, s
     """
     depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
     subject = _parse_game(position, moves)
-    searcher = _searcher(directory, max_tables, hash_mb, threads)
+    searcher = _searcher(directory, max_tables, hash_mb, threads, quiet=as_json)
     result = _interruptible(lambda: searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles,
                                                     bounds=bounds, progress=None if as_json else _report_depth))
     if as_json:
@@ -844,7 +906,7 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
             half_nodes = None if nodes is None else max(1, nodes // 2)
 
             def searched():
-                searcher = _searcher(tablebase.directory, max_tables, hash_mb, threads)
+                searcher = _searcher(tablebase.directory, max_tables, hash_mb, threads, quiet=as_json)
                 return (searcher.search(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles,
                                         bounds=bounds, progress=None if as_json else _report_depth),
                         searcher.move_values(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles))
@@ -893,7 +955,7 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
                    f"{chosen.outcome.text()} by the true rule")
 
 
-cli.add_command(best_command, name="query")
+AweleGroup.aliases["query"] = "best"
 
 
 @cli.command()
@@ -1012,7 +1074,7 @@ def _echo_analysis(report, how):
     click.echo("~ an estimate (searched, not proven); ?! gives away 1-3, ? 4 or more, ?? changes win/draw/loss")
 
 
-cli.add_command(analyse_command, name="analyze")
+AweleGroup.aliases["analyze"] = "analyse"
 
 
 @cli.command()
@@ -1025,15 +1087,18 @@ cli.add_command(analyse_command, name="analyze")
               help="Seconds awele searches a move above the tables.")
 @click.option("--hash", "hash_mb", type=click.IntRange(1, 65536), default=64, show_default=True,
               help="Transposition table size in MiB.")
-@_threads_option
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Threads awele searches on above the tables (default: every core).")
 def play(side: str, start: str | None, moves: str | None, directory: str | None, seconds: float, hash_mb: int,
          threads: int | None) -> None:
     """Play against awele in the terminal: perfect play from the tables, search above them.
 
-    Type a house letter to move, `values` for every move's value, `undo` to
-    take back your last move, `quit` to stop. From the tables awele plays
-    perfectly with the true repetition rule over the game played so far
-    (Tablebase.best_move); above them it searches with that rule.
+    Type a house letter to move, `values` for every move's value (for you:
+    exact from the tables, estimated by a search of --time seconds above
+    them), `undo` to take back your last move, `quit` to stop. From the
+    tables awele plays perfectly with the true repetition rule over the game
+    played so far (Tablebase.best_move); above them it searches with that
+    rule and says the value it found, for itself, exact or an estimate.
     """
     side = side.upper()
     game = _game_of(start, moves)
@@ -1050,11 +1115,12 @@ def play(side: str, start: str | None, moves: str | None, directory: str | None,
                 else:
                     if searcher is None:
                         searcher = _searcher(tablebase.directory, None, hash_mb, threads)
-                    found = searcher.search(game, time=seconds, cycles="own")
+                    found = _interruptible(functools.partial(searcher.search, game, time=seconds, cycles="own"))
                     move = found.move
-                    kind = f"exact, {_rule_text(found.rule)}" if found.exact else f"depth {found.depth}"
+                    kind = f"exact, {_rule_text(found.rule)}" if found.exact else f"an estimate at depth {found.depth}"
                     value = "?" if found.value is None else f"{found.value:+d}"
-                    click.echo(f"(searched {found.nodes:,} nodes, value {value}, {kind})")
+                    click.echo(f"(awele searched {found.nodes:,} nodes: value {value} for {_side_name(current)} "
+                               f"(awele), {kind})")
                 captured = game.play(move)
                 click.echo(f"awele plays {move}" + (f", capturing {captured}" if captured else ""))
                 continue
@@ -1063,11 +1129,17 @@ def play(side: str, start: str | None, moves: str | None, directory: str | None,
                 click.echo("stopped")
                 return
             if answer == "values":
-                if not tablebase.has_layer(current.seeds):
-                    click.echo("  (no table for this many seeds: values are known only at the tables)")
+                whose = f"values for {_side_name(current)} (you, to move): your captures from here on minus awele's"
+                if tablebase.has_layer(current.seeds):
+                    click.echo(f"{whose}, under perfect play; exact, from the tables, with the true repetition "
+                               "rule over the game")
+                    _echo_moves(_interruptible(tablebase.game_moves, game), show_exact=False)
                     continue
-                for m in tablebase.moves(current):
-                    click.echo(f"  {m.move} {m.value:+d}")
+                if searcher is None:
+                    searcher = _searcher(tablebase.directory, None, hash_mb, threads)
+                click.echo(f"{whose}; above the tables: searched {seconds:g} s in all, true repetition rule")
+                estimate = functools.partial(searcher.move_values, game, time=seconds, cycles="own")
+                _echo_moves(_interruptible(estimate), show_exact=True)
                 continue
             if answer == "undo":
                 if len(game.moves) < 2:

@@ -229,7 +229,7 @@ def test_cli_best_builds_small_missing_layers(tmp_path):
     directory = str(tmp_path / "fresh")
     result = runner.invoke(cli, ["best", "0-1-0-2-0-1/1-0-0-1-0-0 S 0:0", "--dir", directory, "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["seeds"] == 6
+    assert json.loads(result.stdout)["seeds"] == 6  # stderr: the notice of the build
 
 
 def test_cli_best_errors_are_one_line(tmp_path):
