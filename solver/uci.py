@@ -43,7 +43,7 @@ import threading
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+from typing import IO, TYPE_CHECKING, Any, ClassVar, TextIO
 
 from . import __version__
 from .errors import (
@@ -53,9 +53,9 @@ from .errors import (
     MissingTableError,
 )
 from .limits import DEFAULT_QUIESCENCE, MAX_QUIESCENCE
-from .position import HOUSE_LETTERS, Game, Position
 
 if TYPE_CHECKING:
+    from .position import Game, Position
     from .probe import Tablebase
     from .search import Searcher
 
@@ -67,7 +67,9 @@ RESPONSE_MARGIN = 0.02  # seconds kept back from a move time for reading and ans
 NULL_MOVE = "0000"
 RULE_WORDS = {"true": "true repetition rule", "split": "tables' convention (endless play split evenly)"}
 _DIAGRAM = re.compile(r"^(\d+)(?:-(\d+)){13}-([SN])$")
-_LETTERS = set(HOUSE_LETTERS["S"] + HOUSE_LETTERS["N"])
+_LETTERS = set("ABCDEFabcdef")  # position.HOUSE_LETTERS, without importing the kernels for `uci`
+MAX_LINE_BYTES = 1 << 20  # a longer command line is skipped whole (a game's moves take a few hundred bytes)
+MAX_COUNT_DIGITS = 3  # a house or a store holds at most 48 seeds
 
 
 class UciError(ValueError):
@@ -86,9 +88,14 @@ def parse_diagram(text: str) -> Position:
     >>> str(parse_diagram("0-1-2-0-3-1/2-0-1-3-2-1 N 20:12"))
     '0-1-2-0-3-1/2-0-1-3-2-1 N 20:12'
     """
+    from .position import Position
+
     text = text.strip()
     if _DIAGRAM.match(text):
         *counts, side = text.split("-")
+        if any(len(count.lstrip("0")) > MAX_COUNT_DIGITS for count in counts):
+            raise InvalidPositionError("a house or a store holds at most 48 seeds, got a number of "
+                                       f"{max(len(count) for count in counts)} digits")
         numbers = [int(n) for n in counts]
         return Position(numbers[:12], side, numbers[12:14])
     return Position.from_string(text)
@@ -97,6 +104,7 @@ def parse_diagram(text: str) -> Position:
 def diagram(position: Position) -> str:
     """A position in Aalina's notation.
 
+    >>> from solver.position import Position
     >>> diagram(Position.initial())
     '4-4-4-4-4-4-4-4-4-4-4-4-0-0-S'
     """
@@ -114,6 +122,8 @@ def parse_moves(words: list[str]) -> list[str]:
 
 def parse_position(words: list[str]) -> Game:
     """The Game of a ``position`` command's words (after ``position``)."""
+    from .position import Game, Position
+
     if not words:
         raise UciError("position needs startpos or fen")
     if "moves" in words:
@@ -236,27 +246,30 @@ def table_answer(tablebase: Tablebase, game: Game, deadline: float | None = None
 
 
 class UciEngine:
-    """One UCI session over text streams (standard input and output by default).
+    """One UCI session over streams (standard input and output by default).
 
     ``run()`` reads commands until ``quit`` or the end of input and returns 0.
+    `input` may be a binary stream (standard input's bytes, by default) or a
+    text one; bytes are decoded as UTF-8 with what is not UTF-8 replaced,
+    whatever the locale says, so that no byte a GUI sends ends the engine.
     `directory` is the tables folder (the Tables option, default
-    tables.default_directory()).
+    places.default_directory()).
     """
 
-    def __init__(self, input: TextIO | None = None, output: TextIO | None = None, log: TextIO | None = None,
-                 directory: str | None = None) -> None:
-        self.input = input if input is not None else sys.stdin
+    def __init__(self, input: IO[bytes] | TextIO | None = None, output: TextIO | None = None,
+                 log: TextIO | None = None, directory: str | None = None) -> None:
+        self.input = input if input is not None else getattr(sys.stdin, "buffer", sys.stdin)
         self.output = output if output is not None else sys.stdout
         self.log_stream = log if log is not None else sys.stderr
         self._write_lock = threading.Lock()
         if directory is None:
-            from .tables import default_directory
+            from .places import default_directory
 
             directory = default_directory()
         self.options: dict[str, Any] = {"hash": 64, "threads": None, "tables": str(directory), "maxtableseeds": -1,
                         "usetables": True, "cycles": "own", "evaluation": "learned",
                         "quiescence": DEFAULT_QUIESCENCE}
-        self.game = Game()
+        self._game: Game | None = None  # None: the opening, made when first needed (it loads the kernels)
         self.searcher: Searcher | None = None
         self._searcher_key: tuple | None = None
         self._tablebase: Tablebase | None = None
@@ -278,13 +291,31 @@ class UciEngine:
                 pass  # the GUI has gone; the end of input follows
 
     def log(self, message: str) -> None:
-        """One line on the log stream (standard error)."""
+        """One line on the log stream (standard error), in ASCII where the
+        stream cannot encode it."""
+        line = f"awele uci: {message}\n"
         with self._write_lock:
             try:
-                self.log_stream.write(f"awele uci: {message}\n")
+                try:
+                    self.log_stream.write(line)
+                except UnicodeEncodeError:
+                    self.log_stream.write(line.encode("ascii", "backslashreplace").decode("ascii"))
                 self.log_stream.flush()
             except (OSError, ValueError):
                 pass
+
+    @property
+    def game(self) -> Game:
+        """The game the next ``go`` searches (the opening until a ``position``)."""
+        if self._game is None:
+            from .position import Game
+
+            self._game = Game()
+        return self._game
+
+    @game.setter
+    def game(self, game: Game) -> None:
+        self._game = game
 
     # The loop --------------------------------------------------------------------
 
@@ -292,8 +323,8 @@ class UciEngine:
         """Read and follow commands until ``quit`` or the end of input."""
         try:
             while True:
-                line = self.input.readline()
-                if not line:
+                line = self._read_line()
+                if line is None:
                     break
                 if not self.handle(line):
                     break
@@ -302,8 +333,29 @@ class UciEngine:
         self._stop_search(wait=True)
         return 0
 
+    def _read_line(self) -> str | None:
+        """The next command line, decoded; None at the end of input. A line
+        longer than MAX_LINE_BYTES is read to its end, logged and skipped
+        (as an empty line), so that no line fills the memory."""
+        line = self.input.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return None
+        if len(line) > MAX_LINE_BYTES:
+            ending = line[-1:]
+            while ending not in ("\n", b"\n"):
+                ending = self.input.readline(MAX_LINE_BYTES)[-1:]
+                if not ending:
+                    break
+            self.log(f"ignored a line of more than {MAX_LINE_BYTES} bytes")
+            return ""
+        if isinstance(line, bytes):
+            return line.decode("utf-8", "replace")
+        return line
+
     def handle(self, line: str) -> bool:
-        """Follow one command line; False after ``quit``."""
+        """Follow one command line; False after ``quit``. A line that cannot be
+        followed is logged and ignored, whatever went wrong: only ``quit`` (and
+        the end of input) ends the engine."""
         words = line.split()
         if not words:
             return True
@@ -314,10 +366,10 @@ class UciEngine:
             return True
         try:
             return handler(self, arguments) is not False
-        except UciError as error:
+        except (UciError, AweleError) as error:
             self.log(f"ignored {line.strip()[:200]!r}: {error}")
-        except AweleError as error:
-            self.log(f"ignored {line.strip()[:200]!r}: {error}")
+        except Exception as error:  # a defect, but never the end of the engine
+            self.log(f"ignored {line.strip()[:200]!r}: {type(error).__name__}: {error}")
         return True
 
     def searching(self) -> bool:
@@ -340,6 +392,8 @@ class UciEngine:
                 self._ensure_searcher()  # tables read and kernels loaded before the clock runs
             except AweleError as error:
                 self.log(f"not ready to search: {error}")
+            except Exception as error:  # the GUI still gets its readyok
+                self.log(f"not ready to search: {type(error).__name__}: {error}")
         self.say("readyok")
 
     def _ucinewgame(self, arguments):
@@ -347,7 +401,7 @@ class UciEngine:
             raise UciError("a search is running; send stop first")
         # The transposition table carries over: its entries hold in any game
         # (a score that rests on the path above a node is never stored).
-        self.game = Game()
+        self._game = None
 
     def _debug(self, arguments):
         self.debug = arguments[:1] != ["off"]
@@ -372,6 +426,8 @@ class UciEngine:
             raise UciError("a search is already running")
         limits = parse_go(arguments, self.game.position.to_move, self.log)
         self._stop.clear()
+        from .position import Game
+
         game = Game(self.game.start)
         for move in self.game.moves:
             game.play(move)

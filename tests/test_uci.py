@@ -277,3 +277,76 @@ def test_threads_and_hash_change_the_searcher_in_place(table_dir):
     engine.handle("isready")
     assert engine.searcher is not first and engine.searcher.threads == 1
     assert "bestmove" in engine.output.getvalue()
+
+
+# Lines no GUI should send, which must not end the engine ------------------------
+
+
+def raw_session(data, directory, encoding="utf-8:strict"):
+    """`python -m solver uci` fed the bytes `data`; (status, stdout, stderr) as text."""
+    environment = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   "PYTHONIOENCODING": encoding}
+    done = subprocess.run([sys.executable, "-m", "solver", "uci", "--dir", directory], input=data,
+                          capture_output=True, timeout=PATIENCE, env=environment)
+    return done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+
+
+def test_invalid_utf8_and_a_huge_house_are_ignored_under_a_strict_locale(tmp_path):
+    """A desktop UTF-8 locale decodes standard input strictly: a GUI's stray
+    byte ended the engine with a traceback, as did `position fen` with a
+    5,000-digit house (int() refuses that many digits). Both are logged and
+    ignored, and the position before them stays in force."""
+    huge = "9" * 5000
+    data = b"".join([
+        b"uci\n",
+        b"position startpos moves F\n",  # North to move: its moves are a..f
+        b"isready \xff\xfe\xc3(\n",
+        b"position fen 1-2-\xff\n",
+        f"position fen {huge}-0-0-0-0-0-0-0-0-0-0-1-0-0-S\n".encode(),
+        f"position fen 0-0-0-0-0-1/1-0-0-0-0-{huge} S 0:0\n".encode(),
+        b"setoption name Tables value a\x00b\n",
+        b"go depth 2\n",
+    ])
+    status, out, err = raw_session(data, str(tmp_path))
+    assert status == 0 and "Traceback" not in err, err
+    assert "uciok" in out.splitlines()
+    move = out.split("bestmove ")[-1].split()[0]
+    assert move in Position.initial().play("F").legal_moves()  # the position before the bad ones
+    ignored = [line for line in err.splitlines() if "ignored" in line]
+    assert len(ignored) == 4 and "readyok" in out.splitlines(), err  # isready with stray bytes is isready
+    assert any("at most 48 seeds" in line for line in ignored)
+
+
+def test_a_line_longer_than_the_limit_is_skipped_and_the_next_followed(tmp_path, monkeypatch):
+    monkeypatch.setattr(uci, "MAX_LINE_BYTES", 64)
+    out, log = io.StringIO(), io.StringIO()
+    data = b"position startpos moves " + b"Fb" * 100 + b"\nuci\n"
+    assert uci.UciEngine(io.BytesIO(data), out, log, str(tmp_path)).run() == 0
+    assert out.getvalue().splitlines()[-1] == "uciok"
+    assert "more than 64 bytes" in log.getvalue()
+
+
+def test_a_defect_in_a_command_is_logged_not_fatal(tmp_path, monkeypatch):
+    engine = uci.UciEngine(io.BytesIO(b"uci\nisready\n"), io.StringIO(), io.StringIO(), str(tmp_path))
+
+    def broken(self, arguments):
+        raise KeyError("a defect")
+
+    monkeypatch.setitem(uci.UciEngine._COMMANDS, "uci", broken)
+    monkeypatch.setattr(uci.UciEngine, "_ensure_searcher", lambda self: 1 / 0)
+    assert engine.run() == 0
+    assert engine.output.getvalue().splitlines() == ["readyok"]
+    assert "KeyError" in engine.log_stream.getvalue() and "ZeroDivisionError" in engine.log_stream.getvalue()
+
+
+def test_uci_answers_without_loading_the_kernels(tmp_path):
+    """`uci` is answered before numba is imported: a GUI waits for uciok a
+    short time (0.2 s in issue 37), while loading the kernels takes longer."""
+    code = ("import io, sys; from solver import uci; out = io.StringIO(); "
+            "uci.UciEngine(io.BytesIO(b'uci\\n'), out, io.StringIO(), sys.argv[1]).run(); "
+            "assert out.getvalue().splitlines()[-1] == 'uciok'; "
+            "print(sorted(m for m in ('numba', 'h5py', 'solver.position', 'solver.tables') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          timeout=PATIENCE, env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
