@@ -27,7 +27,9 @@ in ``solver/data/evaluation-v1.json``; ``awele fit-evaluation`` refits them.
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 from importlib import resources
 from typing import Any
 
@@ -275,35 +277,152 @@ def default_weights_path() -> str:
     return str(resources.files("solver") / "data" / WEIGHTS_FILE)
 
 
-def load_weights(path: str | os.PathLike | None = None) -> np.ndarray:
-    """The 2 * FEATURE_COUNT weights of a weights file (default: the shipped one).
+MAX_WEIGHTS_BYTES = 1 << 20  # a weights file is a few kilobytes (the shipped one: 3 KB)
+# Every feature that is not 0 is at least 1 in size and an estimate is clipped
+# to the 48 seeds, so a weight far beyond 48 only lives by cancelling others:
+# a fit of the tables' values gives weights of a few seeds (the shipped ones,
+# 3 at most), and one beyond this is no fit's.
+MAX_WEIGHT = 1000.0
+WEIGHTS_KEYS = {"version", "features", "scale_seeds", "flat", "per_seed", "fit"}
+WEIGHTS_REQUIRED = WEIGHTS_KEYS - {"fit"}
 
-    Raises EvaluationError when the file is missing, unreadable, of another
-    version or made for other features.
-    """
-    path = path or default_weights_path()
+
+def _weights_name(path: Any) -> str:
+    """The file name of a weights_file argument, refusing what is none (an
+    empty name, a number, a list, bytes)."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise EvaluationError(f"the evaluation weights file must be a file name, got {path!r}")
+    name = os.fspath(path)
+    if not isinstance(name, str):
+        raise EvaluationError(f"the evaluation weights file must be a file name as text, got {name!r}")
+    if not name:
+        raise EvaluationError("the evaluation weights file name is empty: give a file, or none for the shipped weights")
+    return name
+
+
+def _read_weights_file(name: str) -> bytes:
+    """The bytes of a regular file of at most MAX_WEIGHTS_BYTES. Opened without
+    blocking, so that a named pipe is refused rather than waited on."""
     try:
-        with open(path) as handle:
-            data = json.load(handle)
+        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, ValueError) as error:
-        raise EvaluationError(f"cannot read the evaluation weights {path}: {error}") from None
-    if not isinstance(data, dict) or data.get("version") != WEIGHTS_VERSION:
-        found = data.get("version") if isinstance(data, dict) else None
-        raise EvaluationError(f"{path}: evaluation weights version {found!r}, this awele reads {WEIGHTS_VERSION}")
-    if data.get("features") != list(FEATURES):
-        raise EvaluationError(f"{path}: the weights were fitted to other features than this awele computes")
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise EvaluationError(f"cannot read the evaluation weights {name}: {reason}") from None
     try:
-        weights = np.array([data["flat"], data["per_seed"]], dtype=np.float64).reshape(-1)
-    except (KeyError, TypeError, ValueError):
-        raise EvaluationError(f"{path}: 'flat' and 'per_seed' must be lists of {FEATURE_COUNT} numbers") from None
-    if weights.shape != (2 * FEATURE_COUNT,) or not np.all(np.isfinite(weights)):
-        raise EvaluationError(f"{path}: 'flat' and 'per_seed' must be lists of {FEATURE_COUNT} finite numbers")
-    return weights
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise EvaluationError(f"{name}: the evaluation weights must be a regular file, not a "
+                                  f"{_file_kind(status.st_mode)}")
+        if status.st_size > MAX_WEIGHTS_BYTES:
+            raise EvaluationError(f"{name}: {status.st_size:,} bytes is no evaluation weights file "
+                                  f"(at most {MAX_WEIGHTS_BYTES:,})")
+        chunks, left = [], MAX_WEIGHTS_BYTES + 1
+        while left > 0:
+            data = os.read(descriptor, left)
+            if not data:
+                break
+            chunks.append(data)
+            left -= len(data)
+    except OSError as error:
+        raise EvaluationError(f"cannot read the evaluation weights {name}: {error.strerror or error}") from None
+    finally:
+        os.close(descriptor)
+    if left <= 0:
+        raise EvaluationError(f"{name}: more than {MAX_WEIGHTS_BYTES:,} bytes is no evaluation weights file")
+    return b"".join(chunks)
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "named pipe"), (stat.S_ISCHR, "device"),
+                       (stat.S_ISBLK, "device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "special file"
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number a weights file holds")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"a key is given twice: {sorted(k for k in set(keys) if keys.count(k) > 1)}")
+    return dict(pairs)
+
+
+def _weight_row(name: str, data: dict[str, Any], key: str) -> list[float]:
+    row = data[key]
+    if not isinstance(row, list) or len(row) != FEATURE_COUNT:
+        raise EvaluationError(f"{name}: {key!r} must be a list of {FEATURE_COUNT} numbers, got "
+                              f"{type(row).__name__}{f' of {len(row)}' if isinstance(row, list) else ''}")
+    for position, weight in enumerate(row):
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise EvaluationError(f"{name}: {key!r}[{position}] must be a number, got {weight!r}")
+        if not (math.isfinite(weight) and abs(weight) <= MAX_WEIGHT):
+            raise EvaluationError(f"{name}: {key!r}[{position}] is {weight!r}, beyond the +-{MAX_WEIGHT:g} "
+                                  "a fit of the tables gives")
+    return [float(weight) for weight in row]
+
+
+def load_weights(path: str | os.PathLike | None = None) -> np.ndarray:
+    """The 2 * FEATURE_COUNT weights of a weights file (None: the shipped one).
+
+    The file is read only when it is a regular file of at most
+    MAX_WEIGHTS_BYTES of JSON in the format's exact shape: an object with the
+    keys WEIGHTS_REQUIRED (and "fit", the report of the fit, an object) and
+    no other, version WEIGHTS_VERSION, the FEATURES of this awele, scale_seeds
+    SCALE_SEEDS, and "flat" and "per_seed" lists of FEATURE_COUNT finite
+    numbers (not booleans, not text) within MAX_WEIGHT. Raises
+    EvaluationError, naming the file, for anything else.
+    """
+    name = default_weights_path() if path is None else _weights_name(path)
+    raw = _read_weights_file(name)
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except UnicodeDecodeError:
+        raise EvaluationError(f"{name}: the evaluation weights are not UTF-8 text") from None
+    except RecursionError:
+        raise EvaluationError(f"{name}: the evaluation weights are nested too deeply to be a weights file") from None
+    except ValueError as error:
+        raise EvaluationError(f"{name}: the evaluation weights are not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise EvaluationError(f"{name}: the evaluation weights must be a JSON object, got {type(data).__name__}")
+    version = data.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version != WEIGHTS_VERSION:
+        raise EvaluationError(f"{name}: evaluation weights version {version!r}, this awele reads {WEIGHTS_VERSION}")
+    unknown, missing = sorted(set(data) - WEIGHTS_KEYS), sorted(WEIGHTS_REQUIRED - set(data))
+    if unknown or missing:
+        raise EvaluationError(f"{name}: the evaluation weights have " + "; ".join(
+            part for part in (f"unknown keys {unknown}" if unknown else "",
+                              f"no {missing}" if missing else "") if part))
+    if data["features"] != list(FEATURES):
+        raise EvaluationError(f"{name}: the weights were fitted to other features than this awele computes")
+    scale = data["scale_seeds"]
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale != SCALE_SEEDS:
+        raise EvaluationError(f"{name}: scale_seeds {scale!r}, this awele scales the per-seed weights by "
+                              f"{SCALE_SEEDS}")
+    if not isinstance(data.get("fit", {}), dict):
+        raise EvaluationError(f"{name}: 'fit' (the fit's report) must be an object")
+    return np.array(_weight_row(name, data, "flat") + _weight_row(name, data, "per_seed"), dtype=np.float64)
 
 
 def save_weights(path: str | os.PathLike, weights: np.ndarray, report: dict[str, Any] | None = None) -> None:
-    """Write weights (and the fit report that produced them) as a weights file."""
-    weights = np.asarray(weights, dtype=np.float64).reshape(2, FEATURE_COUNT)
+    """Write weights (and the fit report that produced them) as a weights
+    file, as the tables are written (tables.write_file_exclusively): a
+    temporary file created exclusively, never through a link, then renamed;
+    nothing is left behind when it fails. Raises EvaluationError, naming the
+    file, when the weights are not ones load_weights reads or the file cannot
+    be written."""
+    from .tables import write_file_exclusively
+
+    name = _weights_name(path)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape not in ((2 * FEATURE_COUNT,), (2, FEATURE_COUNT)):
+        raise EvaluationError(f"{path}: {2 * FEATURE_COUNT} weights are written, got an array of {weights.shape}")
+    weights = weights.reshape(2, FEATURE_COUNT)
+    if not np.all(np.isfinite(weights)) or np.any(np.abs(weights) > MAX_WEIGHT):
+        raise EvaluationError(f"{path}: weights beyond +-{MAX_WEIGHT:g} (or not finite) are no fit's; not written")
     data = {
         "version": WEIGHTS_VERSION,
         "features": list(FEATURES),
@@ -312,11 +431,11 @@ def save_weights(path: str | os.PathLike, weights: np.ndarray, report: dict[str,
         "per_seed": [round(float(w), 6) for w in weights[1]],
         "fit": report or {},
     }
-    temporary = f"{path}.tmp"
-    with open(temporary, "w") as handle:
-        json.dump(data, handle, indent=1)
-        handle.write("\n")
-    os.replace(temporary, path)
+    text = (json.dumps(data, indent=1, allow_nan=False) + "\n").encode()
+    try:
+        write_file_exclusively(name, [text])
+    except OSError as error:
+        raise EvaluationError(f"cannot write {name}: {error.strerror or error}") from None
 
 
 # Positions where play goes ---------------------------------------------------------
@@ -514,6 +633,9 @@ def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: lis
     solution = np.linalg.lstsq(design * scale[:, None], target * scale, rcond=None)[0]
     weights = np.zeros(2 * FEATURE_COUNT)
     weights[: solution.shape[0]] = solution
+    if not np.all(np.isfinite(weights)) or np.any(np.abs(weights) > MAX_WEIGHT):
+        raise EvaluationError(f"the fit gave weights beyond +-{MAX_WEIGHT:g}: the positions valued do not "
+                              "determine them; fit on more layers or more games")
 
     def report_rows(layers):
         return [_layer_report(n, valued[n][1], board_estimates(valued[n][0], weights)) for n in layers if n in valued]

@@ -237,7 +237,11 @@ def write_file_exclusively(path: str, parts: Iterable[bytes | np.ndarray]) -> in
         os.remove(temporary)
         raise
     os.close(descriptor)
-    os.replace(temporary, path)
+    try:
+        os.replace(temporary, path)
+    except BaseException:  # `path` a folder, or Ctrl-C: the temporary goes too
+        os.remove(temporary)
+        raise
     return crc
 
 

@@ -69,6 +69,7 @@ RULE_WORDS = {"true": "true repetition rule", "split": "tables' convention (endl
 _DIAGRAM = re.compile(r"^(\d+)(?:-(\d+)){13}-([SN])$")
 _LETTERS = set("ABCDEFabcdef")  # position.HOUSE_LETTERS, without importing the kernels for `uci`
 MAX_LINE_BYTES = 1 << 20  # a longer command line is skipped whole (a game's moves take a few hundred bytes)
+SHIPPED_WEIGHTS = "<shipped>"  # the EvaluationFile option's value for the weights shipped with awele
 MAX_COUNT_DIGITS = 3  # a house or a store holds at most 48 seeds
 
 
@@ -268,7 +269,7 @@ class UciEngine:
             directory = default_directory()
         self.options: dict[str, Any] = {"hash": 64, "threads": None, "tables": str(directory), "maxtableseeds": -1,
                         "usetables": True, "cycles": "own", "evaluation": "learned",
-                        "quiescence": DEFAULT_QUIESCENCE}
+                        "quiescence": DEFAULT_QUIESCENCE, "evaluationfile": None}
         self._game: Game | None = None  # None: the opening, made when first needed (it loads the kernels)
         self.searcher: Searcher | None = None
         self._searcher_key: tuple | None = None
@@ -470,6 +471,7 @@ class UciEngine:
             "option name UseTables type check default true",
             "option name Cycles type combo default own var own var split",
             "option name Evaluation type combo default learned var learned var zero",
+            f"option name EvaluationFile type string default {SHIPPED_WEIGHTS}",
             f"option name Quiescence type spin default {DEFAULT_QUIESCENCE} min 0 max {MAX_QUIESCENCE}",
         ]
 
@@ -498,6 +500,14 @@ class UciEngine:
             self.options["evaluation"] = value
         elif name == "quiescence":
             self.options["quiescence"] = self._whole(name, value, 0, MAX_QUIESCENCE)
+        elif name in ("evaluationfile", "weightsfile"):
+            if value == SHIPPED_WEIGHTS:
+                self.options["evaluationfile"] = None
+                return
+            from .evaluation import load_weights
+
+            load_weights(value)  # checked now: a file it cannot use is refused here, the previous one kept
+            self.options["evaluationfile"] = value
         else:
             raise UciError(f"no option {name!r}")
 
@@ -519,11 +529,12 @@ class UciEngine:
         max_table_seeds = (None if options["maxtableseeds"] < 0 else options["maxtableseeds"]) \
             if options["usetables"] else -1
         tables_key = (options["tables"], max_table_seeds)
-        key = (tables_key, options["hash"], options["threads"], options["evaluation"], options["quiescence"])
+        evaluation = (options["evaluation"], options["evaluationfile"])
+        key = (tables_key, options["hash"], options["threads"], evaluation, options["quiescence"])
         if self.searcher is not None and key == self._searcher_key:
             return self.searcher
         if self.searcher is not None and self._searcher_key is not None and \
-                (self._searcher_key[0], self._searcher_key[3]) == (tables_key, options["evaluation"]):
+                (self._searcher_key[0], self._searcher_key[3]) == (tables_key, evaluation):
             # Threads or Hash only: changed in place. A new Searcher would first
             # wait for the old one's background reader (tens of seconds with
             # tables to 28 seeds), and meanwhile the engine would not answer.
@@ -546,7 +557,8 @@ class UciEngine:
                 self._tablebase.close()
             self._tablebase, self._tablebase_key = Tablebase(options["tables"]), tables_key
         arguments = {"hash_mb": options["hash"], "max_table_seeds": max_table_seeds, "threads": options["threads"],
-                     "evaluation": options["evaluation"], "quiescence": options["quiescence"]}
+                     "evaluation": options["evaluation"], "weights_file": options["evaluationfile"],
+                     "quiescence": options["quiescence"]}
         try:
             searcher = Searcher(self._tablebase, **arguments)
         except AweleError as error:

@@ -3,6 +3,7 @@ bounds, the weights file, the fit on tiny tables, and the search with it."""
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from solver.evaluation import (
     board_estimates,
     board_features,
     default_layers,
+    default_weights_path,
     evaluate,
     features,
     fit,
@@ -205,7 +207,7 @@ def test_weights_files_of_another_version_or_features_are_refused(tmp_path):
     data = json.loads(good.read_text())
     for change, message in [({"version": WEIGHTS_VERSION + 1}, "version"),
                             ({"features": data["features"][:-1]}, "other features"),
-                            ({"flat": data["flat"][:-1]}, "lists of")]:
+                            ({"flat": data["flat"][:-1]}, "a list of")]:
         bad = tmp_path / "bad.json"
         bad.write_text(json.dumps({**data, **change}))
         with pytest.raises(EvaluationError, match=message):
@@ -282,3 +284,111 @@ def test_either_leaf_keeps_table_values_exact(table_dir, evaluation):
 def test_unknown_evaluation_is_refused(table_dir):
     with pytest.raises(SearchError, match="evaluation"):
         Searcher(table_dir, max_table_seeds=4, evaluation="neural")
+
+
+def shipped_data():
+    with open(default_weights_path()) as handle:
+        return json.load(handle)
+
+
+def nested(depth):
+    return "[" * depth + "]" * depth
+
+
+BAD_WEIGHTS = {
+    "a huge weight": lambda d: {**d, "flat": [1e308] + d["flat"][1:]},
+    "a weight of 1e19": lambda d: {**d, "per_seed": d["per_seed"][:-1] + [1e19]},
+    "booleans": lambda d: {**d, "flat": [True] * FEATURE_COUNT},
+    "numbers as text": lambda d: {**d, "flat": [str(w) for w in d["flat"]]},
+    "a nested shape": lambda d: {**d, "flat": [[d["flat"][:5], d["flat"][5:]]] * 2},
+    "a 2x5 shape": lambda d: {**d, "flat": [d["flat"][:5], d["flat"][5:]]},
+    "an unknown key": lambda d: {**d, "scale": 2},
+    "another scale_seeds": lambda d: {**d, "scale_seeds": 10},
+    "scale_seeds as text": lambda d: {**d, "scale_seeds": "48"},
+    "version true": lambda d: {**d, "version": True},
+    "no per_seed": lambda d: {k: v for k, v in d.items() if k != "per_seed"},
+    "a fit report that is a list": lambda d: {**d, "fit": []},
+    "a list": lambda d: [d],
+}
+BAD_TEXT = {
+    "NaN": lambda text: text.replace("0.035531", "NaN"),
+    "Infinity": lambda text: text.replace("0.035531", "-Infinity"),
+    "a key twice": lambda text: text.replace('"version": 1,', '"version": 1, "version": 1,'),
+    "empty": lambda text: "",
+    "deeply nested": lambda text: nested(200_000),
+    "deeply nested object": lambda text: '{"fit": ' * 100_000 + "1" + "}" * 100_000,
+    "more than the size limit": lambda text: text + " " * (1 << 20),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_WEIGHTS) + sorted(BAD_TEXT) + ["not UTF-8"])
+def test_a_weights_file_not_in_the_formats_exact_shape_is_refused(tmp_path, case):
+    """Absurd weights (1e308, 1e19), booleans, numbers as text, nested
+    shapes and a scale_seeds the reader does not use were all searched with;
+    deeply nested JSON gave a RecursionError. Each is refused, naming the file."""
+    path = tmp_path / "weights.json"
+    text = json.dumps(shipped_data(), indent=1)
+    if case in BAD_WEIGHTS:
+        path.write_text(json.dumps(BAD_WEIGHTS[case](shipped_data())))
+    elif case in BAD_TEXT:
+        path.write_text(BAD_TEXT[case](text))
+    else:
+        path.write_bytes(text.encode().replace(b"constant", b"\xff\xfeconstant"))
+    with pytest.raises(EvaluationError, match="weights.json") as caught:
+        load_weights(path)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(EvaluationError):
+        Searcher(str(tmp_path), weights_file=path)  # never searched with
+
+
+def test_the_shipped_file_passes_the_checks_and_round_trips(tmp_path):
+    path = tmp_path / "copy.json"
+    path.write_text(json.dumps(shipped_data()))
+    assert load_weights(path).tolist() == load_weights().tolist()
+    save_weights(path, load_weights(), {"any": "report"})
+    assert load_weights(path).tolist() == load_weights().tolist()
+
+
+@pytest.mark.parametrize("case", ["empty name", "a descriptor", "a list", "bytes", "a folder", "a named pipe",
+                                  "/dev/zero", "/dev/urandom"])
+def test_a_weights_file_name_that_is_no_regular_file_is_refused_at_once(tmp_path, case):
+    """'' meant the shipped weights, an int was read as a file descriptor (and
+    closed), a list was a raw TypeError, a named pipe hung the Searcher and
+    /dev/zero ended in MemoryError."""
+    descriptor = os.open(default_weights_path(), os.O_RDONLY)  # a weights file: it was read, and closed
+    names = {"empty name": "", "a descriptor": descriptor, "a list": [default_weights_path()],
+             "bytes": default_weights_path().encode(), "a folder": str(tmp_path),
+             "a named pipe": str(tmp_path / "pipe"), "/dev/zero": "/dev/zero", "/dev/urandom": "/dev/urandom"}
+    os.mkfifo(tmp_path / "pipe")
+    try:
+        with pytest.raises(EvaluationError) as caught:
+            load_weights(names[case])
+        assert "\n" not in str(caught.value)
+        if case == "empty name":
+            assert "empty" in str(caught.value)
+        with pytest.raises(EvaluationError):
+            Searcher(str(tmp_path), weights_file=names[case])
+        os.fstat(descriptor)  # still open
+    finally:
+        os.close(descriptor)
+
+
+def test_save_weights_never_writes_through_a_link_nor_leaves_a_file(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    out = tmp_path / "w.json"
+    for planted in (f"{out}.tmp", f"{out}.tmp-{os.getpid()}"):
+        os.symlink(victim, planted)
+    os.symlink(tmp_path / "dangling-target", f"{out}.tmp.dangling")
+    save_weights(out, load_weights())
+    assert victim.read_text() == "keep me" and load_weights(out).tolist() == load_weights().tolist()
+    assert not (tmp_path / "dangling-target").exists()
+    folder = tmp_path / "a-folder.json"
+    folder.mkdir()
+    for target in (folder, tmp_path / "missing" / "w.json", "/proc/awele-w.json"):
+        with pytest.raises(EvaluationError, match="cannot write"):
+            save_weights(target, load_weights())
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["victim", "w.json", "w.json.tmp", "a-folder.json",
+                                                                "w.json.tmp.dangling"])
+    with pytest.raises(EvaluationError, match="no fit's"):
+        save_weights(out, np.full(2 * FEATURE_COUNT, 1e19))

@@ -350,3 +350,28 @@ def test_uci_answers_without_loading_the_kernels(tmp_path):
                           timeout=PATIENCE, env={**os.environ, "PYTHONPATH": ROOT})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_evaluation_file_option_takes_only_a_weights_file(tmp_path):
+    from solver.evaluation import default_weights_path, load_weights
+
+    weights = tmp_path / "weights.json"
+    data = open(default_weights_path()).read()
+    weights.write_text(data.replace("-2.50558", "-2.0"))
+    absurd = tmp_path / "absurd.json"
+    absurd.write_text(data.replace("-2.50558", "1e19"))
+    os.mkfifo(tmp_path / "pipe")
+    engine = uci.UciEngine(io.BytesIO(b""), io.StringIO(), io.StringIO(), str(tmp_path))
+    for value in ("", str(tmp_path / "pipe"), str(absurd), "/dev/zero", str(tmp_path / "missing.json")):
+        engine.handle(f"setoption name EvaluationFile value {value}")
+    engine.handle("isready")
+    assert engine.searcher.weights.tolist() == load_weights().tolist()  # every one refused
+    assert engine.log_stream.getvalue().count("ignored") == 5
+    engine.handle(f"setoption name EvaluationFile value {weights}")
+    engine.handle("isready")
+    assert engine.searcher.weights[0] == -2.0
+    engine.handle(f"setoption name EvaluationFile value {uci.SHIPPED_WEIGHTS}")
+    engine.handle("isready")
+    assert engine.searcher.weights.tolist() == load_weights().tolist()
+    assert "option name EvaluationFile type string default <shipped>" in uci.UciEngine(
+        io.BytesIO(b""), io.StringIO(), io.StringIO(), str(tmp_path))._option_lines()
