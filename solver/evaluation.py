@@ -38,6 +38,7 @@ from numba import njit
 
 from . import index
 from .errors import EvaluationError
+from .limits import MAX_FIT_GAMES, MAX_FIT_PER_LAYER, MAX_FIT_SEED
 from .position import Position  # noqa: F401 (the doctest)
 from .rules import (
     LANE_BITS,
@@ -594,20 +595,11 @@ def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: lis
     estimates (rounded and clipped, as the search uses them) against the
     exact values, next to those of the 0 leaf.
     """
-    from .tables import built_layers
-
-    fit_layers = sorted({int(n) for n in fit_layers})
-    holdout_layers = sorted({int(n) for n in holdout_layers})
-    if not fit_layers:
-        raise EvaluationError("no layers to fit on")
-    if set(fit_layers) & set(holdout_layers):
-        raise EvaluationError("a held-out layer cannot also be fitted on")
-    built = set(built_layers(directory))
-    missing = [n for n in fit_layers + holdout_layers if n not in built]
-    if missing:
-        raise EvaluationError(f"layers {missing} are not built in {directory}")
-    if games < 1 or per_layer < 1:
-        raise EvaluationError("games and per_layer must be positive")
+    fit_layers, holdout_layers = check_fit_layers(directory, fit_layers, holdout_layers)
+    for name, number, low, high in (("games", games, 1, MAX_FIT_GAMES), ("per_layer", per_layer, 1, MAX_FIT_PER_LAYER),
+                                    ("seed", seed, 0, MAX_FIT_SEED)):
+        if isinstance(number, bool) or not isinstance(number, (int, np.integer)) or not low <= number <= high:
+            raise EvaluationError(f"{name} must be a whole number {low:,}..{high:,}, got {number!r}")
 
     say = progress or (lambda text: None)
     boards = game_positions(games, seed)
@@ -655,6 +647,34 @@ def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: lis
     return weights, report
 
 
+def check_fit_layers(directory: str | os.PathLike, fit_layers: Any, holdout_layers: Any) -> tuple[list[int], list[int]]:
+    """(fit layers, held-out layers), sorted, once they are layers 0..48 that
+    are built in `directory`, some to fit on and none both fitted and held
+    out; EvaluationError otherwise."""
+    from .tables import built_layers
+
+    chosen = []
+    for name, layers in (("fit layers", fit_layers), ("held-out layers", holdout_layers)):
+        try:
+            numbers = list(layers)
+        except TypeError:
+            raise EvaluationError(f"the {name} must be a list of seed counts, got {layers!r}") from None
+        if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= TOTAL_SEEDS
+               for n in numbers):
+            raise EvaluationError(f"the {name} must be seed counts 0..{TOTAL_SEEDS}, got {numbers!r}")
+        chosen.append(sorted({int(n) for n in numbers}))
+    fitted, held = chosen
+    if not fitted:
+        raise EvaluationError("no layers to fit on")
+    if set(fitted) & set(held):
+        raise EvaluationError(f"layers {sorted(set(fitted) & set(held))} cannot be both fitted on and held out")
+    built = set(built_layers(directory))
+    missing = [n for n in fitted + held if n not in built]
+    if missing:
+        raise EvaluationError(f"layers {missing} are not built in {directory}")
+    return fitted, held
+
+
 def default_layers(directory: str | os.PathLike, holdout: int = 2, lowest: int = 8) -> tuple[list[int], list[int]]:
     """(fit layers, held-out layers) from the tables of `directory`: the top
     `holdout` consecutive layers held out, the ones from `lowest` below them fitted."""
@@ -662,8 +682,13 @@ def default_layers(directory: str | os.PathLike, holdout: int = 2, lowest: int =
 
     built = set(built_layers(directory))
     top = -1
-    while top + 1 in built:  # the layers above a gap cannot be valued (captures land in it)
+    while top + 1 in built:
         top += 1
+    if built - set(range(top + 1)):
+        # The top two built would be held out; with a gap below them, which
+        # ones are meant is the user's to say.
+        raise EvaluationError(f"{directory} lacks layer {top + 1} below the layers built up to {max(built)}: "
+                              "build it, or give --fit-layers and --holdout")
     consecutive = list(range(top + 1))
     if len(consecutive) <= holdout:
         raise EvaluationError(f"{directory} has tables of 0..{top} seeds: too few to fit and hold out {holdout}")

@@ -4,6 +4,7 @@ bounds, the weights file, the fit on tiny tables, and the search with it."""
 import json
 import math
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -238,7 +239,7 @@ def test_fit_on_tiny_tables_beats_the_zero_leaf_on_held_out_layers(tiny_fit, tab
 
 
 def test_fit_refuses_overlapping_or_missing_layers(table_dir):
-    with pytest.raises(EvaluationError, match="also be fitted"):
+    with pytest.raises(EvaluationError, match="both fitted on and held out"):
         fit(table_dir, [5, 6], [6], games=10)
     with pytest.raises(EvaluationError, match="not built"):
         fit(table_dir, [5, 6], [13], games=10)
@@ -392,3 +393,87 @@ def test_save_weights_never_writes_through_a_link_nor_leaves_a_file(tmp_path):
                                                                 "w.json.tmp.dangling"])
     with pytest.raises(EvaluationError, match="no fit's"):
         save_weights(out, np.full(2 * FEATURE_COUNT, 1e19))
+
+
+# `awele fit-evaluation`: arguments checked first, the output written as tables are
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fit_command(*args):
+    return CliRunner().invoke(cli, ["fit-evaluation", *map(str, args)])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--games", 10**30], "--games must be"),
+    (["--seed", -1], "--seed must be"),
+    (["--seed", 2**64], "--seed must be"),
+    (["--per-layer", 0], "--per-layer must be"),
+    (["--fit-layers", "0-99999999999", "--holdout", "12"], "--fit-layers"),
+    (["--fit-layers", "8-", "--holdout", "12"], "--fit-layers"),
+    (["--fit-layers", "8-10", "--holdout", "15-"], "--holdout"),
+    (["--fit-layers", "10-8", "--holdout", "12"], "not a range"),
+    (["--fit-layers", "8-10", "--holdout", "13"], "not built"),
+    (["--fit-layers", "8-10", "--holdout", "10-11"], "both fitted on and held out"),
+    (["--out", ""], "--out needs a file name"),
+    (["--out", "/no/such/folder/w.json"], "does not exist"),
+    (["--out", "/proc/awele-w.json"], "cannot write in /proc"),
+])
+def test_fit_evaluation_refuses_bad_arguments_before_any_work(table_dir, args, message):
+    """--games 10**30 and ranges like 0-99999999999 ended in MemoryError, --seed
+    -1 in a traceback, `8-` and `15-` were read as 8 and 15, and a folder
+    that cannot be written was found only after the fit."""
+    result = fit_command("--dir", table_dir, *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    assert "playouts" not in result.output  # refused before the fit began
+
+
+def test_fit_evaluation_defaults_refuse_a_gap_below_the_top_layers(table_dir, tmp_path):
+    for seeds in (*range(11), 12):
+        shutil.copyfile(os.path.join(table_dir, f"awele-{seeds:02d}.h5"), tmp_path / f"awele-{seeds:02d}.h5")
+    result = fit_command("--dir", tmp_path, "--games", 10)
+    assert result.exit_code == 2 and "lacks layer 11" in result.output, result.output
+
+
+def test_fit_evaluation_writes_its_output_exclusively_and_leaves_nothing_on_failure(table_dir, tmp_path, monkeypatch):
+    """--out X wrote through a link planted at X.tmp (a victim overwritten, a
+    dangling link's target created) and left X.tmp on a full disk."""
+    victim, dangling = tmp_path / "victim", tmp_path / "created-through-a-link"
+    victim.write_text("keep me")
+    out = tmp_path / "w.json"
+    os.symlink(victim, f"{out}.tmp")
+    os.symlink(dangling, f"{out}.tmp-{os.getpid()}")
+    small = ["--dir", table_dir, "--fit-layers", "6-9", "--holdout", "10", "--games", 300]
+    result = fit_command(*small, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert victim.read_text() == "keep me" and not dangling.exists() and load_weights(out) is not None
+    before = sorted(os.listdir(tmp_path))
+
+    def full_disk(descriptor, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full_disk)
+    result = fit_command(*small, "--out", tmp_path / "full.json")
+    monkeypatch.undo()
+    assert result.exit_code == 2 and "No space left" in result.output.strip().splitlines()[-1], result.output
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_ctrl_c_stops_a_fit_and_writes_nothing(table_dir, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "w.json"
+    process = subprocess.Popen([sys.executable, "-m", "solver", "fit-evaluation", "--dir", table_dir, "--games",
+                                "100000", "--fit-layers", "4-10", "--holdout", "11-12", "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": ROOT})
+    first = process.stderr.readline()  # the playouts are done: the fit is under way
+    assert "playouts" in first, first
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and "aborted" in err, err
+    assert os.listdir(tmp_path) == []
