@@ -145,10 +145,10 @@ def _whole(key, value, low, high):
     return value
 
 
-def _seconds(name, value, low_open=0.0):
+def _seconds(name, value, low_open=0.0, joiner=" "):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not low_open < value <= MAX_SECONDS:
-        raise MatchError(f"{name} {value!r}: seconds above {low_open:g}, at most {MAX_SECONDS:g}")
+        raise MatchError(f"{name}{joiner}{value!r}: seconds above {low_open:g}, at most {MAX_SECONDS:g}")
     return value
 
 
@@ -177,7 +177,7 @@ def check_awele_value(key, value):
     elif key in ("table_bytes", "component_limit"):
         _whole(key, value, 0, 2**62)
     elif key == "time":
-        _seconds("awele engine option time=", value)
+        _seconds("awele engine option time=", value, joiner="")
     elif key == "hash_mb":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise MatchError(f"awele engine option hash_mb={value!r}: a positive number of MiB")
