@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 ENGINE_NAME = f"awele {__version__}"
 ENGINE_AUTHOR = "the awele authors"
-DEFAULT_MOVE_SECONDS = 3.0  # a bare `go`, as Aalina does without limits
+DEFAULT_MOVE_SECONDS = 3.0  # a bare `go` (its bestmove said within them), as Aalina does without limits
 MOVES_TO_GO = 30  # moves the clock is shared over when the GUI does not say
 RESPONSE_MARGIN = 0.02  # seconds kept back from a move time for reading and answering
 NULL_MOVE = "0000"
@@ -208,7 +208,7 @@ def parse_go(words: list[str], to_move: str, log: Callable[[str], None] | None =
         share = left / max(1, numbers.get("movestogo", MOVES_TO_GO)) + 0.75 * max(0, numbers.get(increment, 0)) / 1000
         limits.time = max(0.005, min(share, 0.5 * max(0.0, left - RESPONSE_MARGIN)))
     elif limits.depth is None and limits.nodes is None:
-        limits.time = DEFAULT_MOVE_SECONDS
+        limits.time = DEFAULT_MOVE_SECONDS - RESPONSE_MARGIN  # as `go movetime 3000`: answered within the 3 s
     return limits
 
 
@@ -630,11 +630,11 @@ class UciEngine:
         time_left = None if limits.time is None else max(0.005, limits.time - (_time.perf_counter() - started))
         arguments = {"depth": limits.depth, "nodes": limits.nodes, "cycles": options["cycles"]}
 
-        def progress(depth, value, exact, nodes, seconds):
+        def progress(depth, value, exact, nodes, seconds, line=()):
             if self._stop.is_set():
                 searcher.stop()  # a stop that came before the search had begun
             self.say(f"info depth {depth} score cp {100 * value} nodes {nodes} time {round(1000 * seconds)} "
-                     f"nps {round(nodes / seconds) if seconds > 0 else 0}")
+                     f"nps {round(nodes / seconds) if seconds > 0 else 0}" + (f" pv {''.join(line)}" if line else ""))
 
         result = searcher.search(game, time=time_left, progress=progress, **arguments)
         return self._from_result(result)

@@ -93,6 +93,8 @@ def test_a_gui_session_from_the_opening(session):
         assert move in game.legal_moves()
         infos = [line for line in lines if line.startswith("info depth")]
         assert infos and all(" score cp " in line and " nodes " in line and " time " in line for line in infos)
+        # pv on every info depth line (GUIs show each iteration's line), its first move legal
+        assert all(line.split()[line.split().index("pv") + 1][0] in game.legal_moves() for line in infos)
         assert "pv" in infos[-1].split() and infos[-1].split()[-1].startswith(move)
         game.play(move)
         if ponder is not None:
@@ -226,7 +228,9 @@ def test_go_limits_follow_the_side_to_moves_clock():
     assert uci.parse_go(["btime", "1000", "movestogo", "1"], "N").time == pytest.approx(0.5 * (1 - uci.RESPONSE_MARGIN))
     assert uci.parse_go(["infinite"], "S") == uci.Limits(infinite=True)
     assert uci.parse_go(["depth", "7"], "S") == uci.Limits(depth=7)
-    assert uci.parse_go([], "S").time == uci.DEFAULT_MOVE_SECONDS
+    # A bare go is `go movetime 3000`: its bestmove comes within the documented 3 s.
+    assert uci.parse_go([], "S") == uci.parse_go(["movetime", "3000"], "S")
+    assert uci.parse_go([], "S").time == uci.DEFAULT_MOVE_SECONDS - uci.RESPONSE_MARGIN
     logged = []
     assert uci.parse_go(["movetime", "soon", "depth", "3", "sideways"], "S", logged.append) == uci.Limits(depth=3)
     assert len(logged) == 2
