@@ -1248,6 +1248,29 @@ def serve(directory: str | None, host: str, port: int, max_search_time: float) -
     uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[listener])
 
 
+@cli.command(name="compile")
+@click.option("--json", "as_json", is_flag=True, help="Print the seconds of each step as JSON.")
+def compile_command(as_json: bool) -> None:
+    """Compile the kernels ahead, so that no first command waits for them.
+
+    numba compiles awele's kernels on their first call and keeps them in its
+    cache (the package's __pycache__, or $NUMBA_CACHE_DIR). On a fresh
+    install that first call is the first `isready` of `awele uci`, the first
+    search or the first build; this compiles them all now (tables of 0..4
+    seeds are built in a temporary folder and removed).
+    """
+    from .compiled import compile_kernels
+
+    started = time.perf_counter()
+    steps = compile_kernels(None if as_json else lambda step: click.echo(f"compiling {step}...", err=True))
+    total = round(time.perf_counter() - started, 3)
+    if as_json:
+        emit_json({"steps": steps, "seconds": total})
+        return
+    click.echo(f"kernels compiled (or loaded from numba's cache) in {total:.1f} s: "
+               + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in steps.items()))
+
+
 @cli.command(name="uci")
 @_directory_option
 def uci_command(directory: str | None) -> None:

@@ -379,3 +379,22 @@ def test_the_evaluation_file_option_takes_only_a_weights_file(tmp_path):
     assert engine.searcher.weights.tolist() == load_weights().tolist()
     assert "option name EvaluationFile type string default <shipped>" in uci.UciEngine(
         io.BytesIO(b""), io.StringIO(), io.StringIO(), str(tmp_path))._option_lines()
+
+
+def test_awele_compile_makes_the_kernels_and_leaves_nothing(tmp_path, monkeypatch):
+    """`awele compile` (issue 37: a way to compile the kernels ahead of the
+    first isready): each step timed, its temporary tables removed."""
+    import json
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from solver.cli import cli
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = CliRunner().invoke(cli, ["compile", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data["steps"]) == {"the builder", "the table readers", "the search", "the fit's playouts"}
+    assert all(seconds >= 0 for seconds in data["steps"].values()) and data["seconds"] >= 0
+    assert os.listdir(tmp_path) == []
