@@ -49,7 +49,11 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
                 tablebase.best_move(Game(position))
                 tablebase.line(position)
             step("the table readers", read)
-            step("the search", lambda: Searcher(tablebase, hash_mb=1).search(Position.initial(), depth=4))
+            def search() -> None:
+                searcher = Searcher(tablebase, hash_mb=1)
+                searcher.search(Position.initial(), depth=4)
+                searcher.wait_for_tables()  # its background reader is done before the tables close
+            step("the search", search)
         step("the fit's playouts", lambda: evaluation.board_features(evaluation.game_positions(2)))
     return seconds
 
