@@ -51,6 +51,7 @@ from .errors import (
     IllegalMoveError,
     InvalidPositionError,
     MissingTableError,
+    TableError,
 )
 from .limits import DEFAULT_QUIESCENCE, MAX_QUIESCENCE
 
@@ -279,6 +280,7 @@ class UciEngine:
         self._busy = threading.Event()  # set from go until its bestmove is said
         self._stop = threading.Event()  # stop (or ponderhit) asked for the search in progress
         self.debug = False
+        self._damage_named: set[str] = set()  # table errors already logged
 
     # Output ----------------------------------------------------------------------
 
@@ -620,13 +622,19 @@ class UciEngine:
         # the reader's copy is waited for, up to half the time.
         reading = limits.time is not None and not searcher.tables_answer_in_time(position.seeds,
                                                                                  started + limits.time / 2)
+        left_out = getattr(searcher, "left_out", {})  # damaged or swapped layers the search does without
         if options["usetables"] and tablebase.has_layer(position.seeds) and not reading and (
-                max_table_seeds < 0 or position.seeds <= max_table_seeds):
+                max_table_seeds < 0 or position.seeds <= max_table_seeds) and position.seeds not in left_out:
             try:
                 deadline = None if limits.time is None else started + 0.9 * limits.time
                 return table_answer(tablebase, game, deadline)
             except MissingTableError:
                 pass  # a smaller layer is missing: search
+            except TableError as error:
+                # A damaged or mismatched layer: named once, and the position searched.
+                if str(error) not in self._damage_named:
+                    self._damage_named.add(str(error))
+                    self.log(f"the tables cannot answer: {error}; searching instead")
         time_left = None if limits.time is None else max(0.005, limits.time - (_time.perf_counter() - started))
         arguments = {"depth": limits.depth, "nodes": limits.nodes, "cycles": options["cycles"]}
 

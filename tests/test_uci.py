@@ -398,3 +398,27 @@ def test_awele_compile_makes_the_kernels_and_leaves_nothing(tmp_path, monkeypatc
     assert set(data["steps"]) == {"the builder", "the table readers", "the search", "the fit's playouts"}
     assert all(seconds >= 0 for seconds in data["steps"].values()) and data["seconds"] >= 0
     assert os.listdir(tmp_path) == []
+
+
+def test_a_damaged_layer_is_named_once_and_its_positions_searched(table_dir, monkeypatch):
+    """A layer that fails its checks gave the first legal move with no search
+    ("search failed: CorruptTableError"). The engine names it once and
+    searches the position instead."""
+    from solver.errors import CorruptTableError
+
+    def damaged(tablebase, game, deadline=None):
+        raise CorruptTableError(f"{table_dir}/awele-11.h5 is damaged: chunk 0 fails its CRC-32")
+
+    monkeypatch.setattr(uci, "table_answer", damaged)
+    position = Position.from_string("0-1-2-0-3-1/2-0-1-0-0-1 N 18:19")  # 11 seeds
+    engine = uci.UciEngine(io.BytesIO(b""), io.StringIO(), io.StringIO(), table_dir)
+    for _ in range(2):
+        engine.handle(f"position fen {uci.diagram(position)}")
+        engine.handle("go depth 3")
+        engine._thinking.join(PATIENCE)  # a liveness bound
+    said, logged = engine.output.getvalue().splitlines(), engine.log_stream.getvalue().splitlines()
+    moves = [line.split()[1] for line in said if line.startswith("bestmove")]
+    assert len(moves) == 2 and all(move in position.legal_moves() for move in moves)
+    assert sum(line.startswith("info string value") for line in said) == 2, said  # answered by the Searcher
+    assert len([line for line in logged if "awele-11.h5" in line]) == 1, logged
+    assert not any("search failed" in line for line in logged)
