@@ -4,6 +4,9 @@ Ctrl-C, and the Python API on the same damaged files.
 
     python scripts/hostile.py [--source databases] [--flips 8] [--only NAME]
 
+(`--only "engine inputs"` needs no tables: it builds layers 0..10 itself; CI
+runs it from tests/test_hostile.py.)
+
 Layers 0..14 are copied from --source into a temporary folder (the source is
 only read). Every case must end in the right answer, or in one line on
 stderr with status 2 (130 for Ctrl-C), never a traceback, a wrong value or
@@ -12,6 +15,7 @@ case failed.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -606,6 +610,227 @@ def mpi_cases(cases, work):
             first.wait()
 
 
+# The engine's inputs (issue 39): UCI lines, weights files, the fit, match specs -------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HUGE = "9" * 5000
+
+
+def module_awele(*args, data=None, env=None, timeout=120):
+    """`python -m solver ARGS` with this interpreter and checkout; (status, stdout, stderr) as text."""
+    environment = {**os.environ, "PYTHONPATH": ROOT, **(env or {})}
+    done = subprocess.run([sys.executable, "-m", "solver", *map(str, args)], input=data, capture_output=True,
+                          timeout=timeout, env=environment)
+    return done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+
+
+WEIGHTS_CHECK = """
+import json, sys
+from solver.errors import EvaluationError
+from solver.evaluation import load_weights
+from solver.search import Searcher
+folder, names = sys.argv[1], json.loads(sys.argv[2])
+for case, name in names.items():
+    argument = {"EMPTY": "", "INT": 0, "LIST": [name]}.get(name, name)
+    problem = ""
+    for make in (lambda: load_weights(argument), lambda: Searcher(folder, weights_file=argument)):
+        try:
+            make()
+            problem = f"accepted {argument!r}"
+        except EvaluationError as error:
+            named = isinstance(argument, (int, list)) or (argument in str(error) if argument else "empty" in str(error))
+            if "\\n" in str(error) or not named:
+                problem = f"not one line naming the file: {error}"
+        except Exception as error:
+            problem = f"{type(error).__name__}: {error}"
+    print(json.dumps([case, problem]), flush=True)
+"""
+
+
+MATCH_CHECK = """
+import contextlib, importlib.util, io, json, sys, traceback
+script, runs = sys.argv[1], json.loads(sys.argv[2])
+spec = importlib.util.spec_from_file_location("match", script)
+match = sys.modules["match"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(match)
+for label, args in runs.items():
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            status = match.main(args)
+        except BaseException:
+            traceback.print_exc(file=err)
+            status = None
+    print(json.dumps([label, [status, err.getvalue().strip().splitlines()]]), flush=True)
+"""
+
+
+def bad_weights_files(work):
+    """{case: the file name} of weights files no search may use."""
+    import json as _json
+
+    from solver.evaluation import default_weights_path
+
+    folder = os.path.join(work, "weights")
+    os.makedirs(folder, exist_ok=True)
+    with open(default_weights_path()) as handle:
+        text = handle.read()
+    data = _json.loads(text)
+    contents = {
+        "1e308": _json.dumps({**data, "flat": [1e308] + data["flat"][1:]}),
+        "1e19": _json.dumps({**data, "per_seed": data["per_seed"][:-1] + [1e19]}),
+        "booleans": _json.dumps({**data, "flat": [True] * len(data["flat"])}),
+        "numbers as text": _json.dumps({**data, "flat": [str(w) for w in data["flat"]]}),
+        "nested 2x5x2": _json.dumps({**data, "flat": [[[w, w] for w in data["flat"][:5]]] * 2}),
+        "unused scale_seeds": _json.dumps({**data, "scale_seeds": 10}),
+        "unknown key": _json.dumps({**data, "bias": 1}),
+        "NaN": text.replace("0.035531", "NaN"),
+        "deeply nested": "[" * 100_000 + "]" * 100_000,
+        "empty file": "",
+    }
+    names = {}
+    for case, content in contents.items():
+        names[case] = os.path.join(folder, case.replace(" ", "-") + ".json")
+        with open(names[case], "w") as handle:
+            handle.write(content)
+    with open(os.path.join(folder, "not-utf8.json"), "wb") as handle:
+        handle.write(text.encode().replace(b"constant", b"\xff\xfe"))
+    names["not UTF-8"] = os.path.join(folder, "not-utf8.json")
+    names["named pipe"] = os.path.join(folder, "pipe.json")
+    if not os.path.exists(names["named pipe"]):
+        os.mkfifo(names["named pipe"])
+    names.update({"/dev/zero": "/dev/zero", "/dev/urandom": "/dev/urandom", "a folder": folder,
+                  "empty name": "EMPTY", "an int (a descriptor)": "INT", "a list": "LIST"})
+    return names
+
+
+def engine_inputs(cases, work):
+    """UCI lines no GUI should send, weights files that are no weights, the
+    fit's arguments and output, and match specs that make no sense: each a
+    one-line refusal (or, for UCI, a line logged and ignored), never a
+    traceback, a hang, a file left or a search with what was refused."""
+    empty = os.path.join(work, "engine-empty")
+    os.makedirs(empty, exist_ok=True)
+    names = bad_weights_files(work)
+
+    # UCI: under a strict UTF-8 locale, every bad line logged and ignored.
+    lines = [b"uci", b"position startpos moves F", b"isready \xff\xfe\xc3(", b"\xff\xfe", b"position fen 1-2-\xff",
+             f"position fen {HUGE}-0-0-0-0-0-0-0-0-0-0-1-0-0-S".encode(),
+             f"position fen 0-0-0-0-0-1/1-0-0-0-0-{HUGE} S 0:0".encode(), b"setoption name Tables value a\x00b",
+             b"position startpos moves " + b"Fb" * (1 << 20), b"go depth 99999999999999999999", b"go movetime -5",
+             b"setoption name Hash value 99999999999999999999"]
+    lines += [f"setoption name EvaluationFile value {names[case]}".encode()
+              for case in ("1e308", "named pipe", "/dev/zero", "deeply nested")]
+    lines += [b"setoption name EvaluationFile value", b"stop", b"isready", b"go depth 2"]
+    try:
+        status, out, err = module_awele("uci", "--dir", empty, data=b"\n".join(lines) + b"\n",
+                                        env={"PYTHONIOENCODING": "utf-8:strict"})
+        said = out.splitlines()
+        moves = [line.split()[1] for line in said if line.startswith("bestmove")]
+        after_f = ["a", "b", "c", "d", "e", "f"]
+        ok = (status == 0 and "Traceback" not in err and "uciok" in said and said.count("readyok") >= 2
+              and moves and all(move in after_f for move in moves[-1:]))
+        cases.record("uci: bad bytes, huge numbers, long lines, bad weights files", ok,
+                     f"status {status}, moves {moves}, {err.strip()[-300:]!r}" if not ok else
+                     f"{sum('ignored' in line for line in err.splitlines())} lines ignored")
+    except subprocess.TimeoutExpired:
+        cases.record("uci: bad bytes, huge numbers, long lines, bad weights files", False, "it hung")
+
+    # Weights files through the API: load_weights and the Searcher, one process for all.
+    try:
+        done = subprocess.run([sys.executable, "-c", WEIGHTS_CHECK, empty, json.dumps(names)], capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+        answers = dict(json.loads(line) for line in done.stdout.splitlines())
+    except subprocess.TimeoutExpired as timeout:
+        answers = dict(json.loads(line) for line in (timeout.stdout or b"").decode().splitlines())
+    for case in names:
+        problem = answers.get(case, "it hung, or the check ended before it")
+        cases.record(f"weights file: {case}", not problem, problem)
+
+    # fit-evaluation: arguments, links, read-only and full folders.
+    tables_folder = os.path.join(work, "engine-tables")
+    status, _, err = module_awele("build", "--max-seeds", 10, "--dir", tables_folder, "--quiet", timeout=600)
+    if status != 0:
+        cases.record("fit: tables to fit on", False, err.strip()[-300:])
+        return
+    fit = ["fit-evaluation", "--dir", tables_folder, "--fit-layers", "5-8", "--holdout", "9-10", "--games", 200]
+    for label, args in (("--games 10**30", ["--games", 10**30]), ("--seed -1", ["--seed", -1]),
+                        ("--seed 2**64", ["--seed", 2**64]), ("--fit-layers 0-99999999999",
+                                                              ["--fit-layers", "0-99999999999"]),
+                        ("--fit-layers 8-", ["--fit-layers", "8-"]), ("--holdout 15-", ["--holdout", "15-"]),
+                        ("a missing layer", ["--holdout", "11"]), ("--out in a missing folder",
+                                                                  ["--out", os.path.join(work, "no", "w.json")]),
+                        ("--out under /proc", ["--out", "/proc/awele-w.json"]), ("--out ''", ["--out", ""])):
+        status, out, err = module_awele(*fit, *args)
+        problem = one_line_error(status, out, err)
+        cases.record(f"fit: {label}", not problem and "playouts" not in err, problem or err.strip())
+    victim = os.path.join(work, "fit-victim")
+    with open(victim, "w") as handle:
+        handle.write("keep me")
+    out_file = os.path.join(work, "fit-w.json")
+    os.symlink(victim, out_file + ".tmp")
+    status, _, err = module_awele(*fit, "--out", out_file)
+    kept = open(victim).read() == "keep me"
+    cases.record("fit: a link planted at --out.tmp", status == 0 and kept and os.path.isfile(out_file),
+                 f"status {status}, victim {'kept' if kept else 'overwritten'}")
+    for label, options in (("read-only", "ro,size=1m"), ("full", "size=4k")):
+        mount = os.path.join(work, f"fit-{label}")
+        os.makedirs(mount, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", mount], capture_output=True, text=True)
+        if done.returncode != 0:
+            cases.record(f"fit: --out on a {label} disk", True, f"skipped: no tmpfs ({done.stderr.strip()})")
+            continue
+        try:
+            if label == "full":
+                with open(os.path.join(mount, "filler"), "wb") as handle, contextlib.suppress(OSError):
+                    handle.write(bytes(1 << 20))
+            status, out, err = module_awele(*fit, "--out", os.path.join(mount, "w.json"))
+            problem = one_line_error(status, "", err.strip().splitlines()[-1] if err.strip() else err)
+            left = [name for name in os.listdir(mount) if name != "filler"]
+            cases.record(f"fit: --out on a {label} disk", not problem and not left,
+                         problem or f"{err.strip().splitlines()[-1]}" + (f"; left {left}" if left else ""))
+        finally:
+            subprocess.run(["umount", mount])
+
+    # scripts/match.py: specs and arguments that make no sense.
+    script = os.path.join(ROOT, "scripts", "match.py")
+    good = f"awele:depth=1,max_table_seeds=0,hash_mb=1,threads=1,tables={empty}"
+    openings = {}
+    for name, content in (("empty", b"# none\n"), ("undecodable", b"1. F b \xff\n")):
+        openings[name] = os.path.join(work, f"openings-{name}")
+        with open(openings[name], "wb") as handle:
+            handle.write(content)
+    openings["pipe"] = os.path.join(work, "openings-pipe")
+    if not os.path.exists(openings["pipe"]):
+        os.mkfifo(openings["pipe"])
+    a_file = os.path.join(work, "fit-victim")
+    runs = {f"spec {spec}": [good.replace("depth=1", spec) if "=" in spec and not spec.startswith("tables")
+                             else f"{good},{spec}", good]
+            for spec in ("depth=-1", "time=nan", "time=-1", "nodes=0", "max_table_seeds=49", "threads=100000",
+                         f"tables={a_file}", "weights_file=", f"weights_file={names['1e19']}")}
+    runs["an unbalanced quote in a UCI command"] = ['uci:python -c "print(1)', good]
+    for label, args in (("--movetime inf", ["--movetime", "inf"]), ("--movetime 1e300", ["--movetime", "1e300"]),
+                        ("--grace inf", ["--grace", "inf"]), ("--grace nan", ["--grace", "nan"]),
+                        ("--grace -5", ["--grace", "-5"]), ("--pgn in a missing folder",
+                                                           ["--pgn", os.path.join(work, "no", "g.pgn")])):
+        runs[label] = [good, good, *args]
+    for name, path in openings.items():
+        runs[f"--openings-file {name}"] = [good, good, "--openings-file", path]
+    # One process runs match.main on each, its stderr caught: a case that hangs
+    # holds up the ones after it, all reported as hung.
+    runs = {label: [*args, "--games", "2", "--max-plies", "4"] for label, args in runs.items()}
+    try:
+        done = subprocess.run([sys.executable, "-c", MATCH_CHECK, script, json.dumps(runs)], capture_output=True,
+                              text=True, timeout=300)
+        answers = dict(json.loads(line) for line in done.stdout.splitlines())
+    except subprocess.TimeoutExpired as timeout:
+        answers = dict(json.loads(line) for line in (timeout.stdout or b"").decode().splitlines())
+    for label in runs:
+        status, lines = answers.get(label, (None, ["it hung, or the check ended before it"]))
+        ok = status == 2 and len(lines) == 1 and lines[0].startswith("match: error: ")
+        cases.record(f"match: {label}", ok, lines[-1] if lines else f"status {status}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -617,14 +842,16 @@ def main():
     cases = Cases()
     rng = np.random.default_rng(args.seed)
     with tempfile.TemporaryDirectory(prefix="awele-hostile-") as work:
-        copy_small(args.source, os.path.join(work, "good"))
         groups = {"damaged": lambda: damaged_files(cases, args.source, work, args.flips, rng),
                   "attributes": lambda: malformed(cases, args.source, work),
                   "folders": lambda: folders(cases, args.source, work),
                   "input": lambda: odd_input(cases, work),
                   "interrupts": lambda: interrupts(cases, args.source, work),
                   "second pass": lambda: second_pass(cases, args.source, work),
-                  "mpi": lambda: mpi_cases(cases, work)}
+                  "mpi": lambda: mpi_cases(cases, work),
+                  "engine inputs": lambda: engine_inputs(cases, work)}
+        if any(args.only is None or args.only in name for name in groups if name != "engine inputs"):
+            copy_small(args.source, os.path.join(work, "good"))  # engine inputs builds its own
         for name, group in groups.items():
             if args.only is None or args.only in name:
                 started = time.perf_counter()

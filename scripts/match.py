@@ -8,8 +8,8 @@ A and B are engine specifications:
 
 - ``awele:KEY=VALUE,...`` plays in-process through solver.search.Searcher.
   Each key is an argument of Searcher() or of Searcher.search(), for example
-  ``awele:tables=/work/tables,max_table_seeds=20,hash_mb=64`` (``tables`` is the
-  tables folder, Searcher's `tablebase`). Keys the Searcher of this checkout
+  ``awele:tables=databases,max_table_seeds=20,hash_mb=64`` (``tables`` is the
+  tables folder, Searcher's `tablebase`; TABLES below stands for yours). Keys the Searcher of this checkout
   does not take are refused in one line that lists those it takes, so that
   ``threads=`` or ``evaluation=`` work as soon as the Searcher has them.
   Values: integers, decimals, true/false, none, or text. --movetime is the
@@ -79,6 +79,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from solver.errors import AweleError
 from solver.position import Game, Position
 
+MAX_CONCURRENCY = 256  # games at once, each a process
+MAX_OPENING_PLIES = 8  # every distinct position 8 plies deep is already 10^5-10^6 games' worth
 Z95 = 1.959963984540054  # two-sided 95% quantile of the normal distribution
 RESERVED_SEARCH_KEYS = ("self", "position", "history", "progress")
 
@@ -109,7 +111,8 @@ def parse_value(text):
 
 def awele_options(spec_body):
     """(Searcher() keyword arguments, search() keyword arguments) of an
-    ``awele:`` spec body such as ``tables=/work/tables,max_table_seeds=20``."""
+    ``awele:`` spec body such as ``tables=databases,max_table_seeds=20``.
+    Values that make no sense (check_awele_value) are refused here."""
     from solver.search import Searcher
 
     constructor = [p for p in inspect.signature(Searcher.__init__).parameters if p != "self"]
@@ -123,13 +126,66 @@ def awele_options(spec_body):
         if key == "tables":
             key = "tablebase"
         if key in constructor:
-            made[key] = parse_value(value)
+            made[key] = check_awele_value(key, parse_value(value))
         elif key in searching:
-            searched[key] = parse_value(value)
+            searched[key] = check_awele_value(key, parse_value(value))
         else:
             accepted = ", ".join(["tables"] + [k for k in constructor if k != "tablebase"] + searching)
             raise MatchError(f"the Searcher of this checkout takes no option {key!r}; it takes: {accepted}")
     return made, searched
+
+
+MAX_THREADS = 256  # as the UCI Threads option
+MAX_SECONDS = 3600.0  # the most --movetime, --grace or time= may be: an hour a move
+
+
+def _whole(key, value, low, high):
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise MatchError(f"awele engine option {key}={value!r}: a whole number {low}..{high}")
+    return value
+
+
+def _seconds(name, value, low_open=0.0, joiner=" "):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not low_open < value <= MAX_SECONDS:
+        raise MatchError(f"{name}{joiner}{value!r}: seconds above {low_open:g}, at most {MAX_SECONDS:g}")
+    return value
+
+
+def check_awele_value(key, value):
+    """The value of an ``awele:`` spec key, refused (MatchError) when it makes
+    no sense: depth 1..MAX_PLY, nodes and hash_mb positive, time finite
+    seconds, max_table_seeds -1..48, threads 1..MAX_THREADS, tables a folder.
+    Keys not listed here are checked by the Searcher itself."""
+    from solver.limits import MAX_PLY, MAX_SEEDS
+    from solver.search import CYCLES
+
+    if value is None and key in ("tablebase", "max_table_seeds", "threads", "table_bytes", "depth", "time",
+                                 "nodes", "weights_file"):
+        return value
+    if key == "tablebase":
+        if not isinstance(value, str) or not value or not os.path.isdir(value):
+            raise MatchError(f"awele engine option tables={value!r}: not a folder")
+    elif key == "depth":
+        _whole(key, value, 1, MAX_PLY)
+    elif key == "nodes":
+        _whole(key, value, 1, 10**15)
+    elif key == "max_table_seeds":
+        _whole(key, value, -1, MAX_SEEDS)
+    elif key == "threads":
+        _whole(key, value, 1, MAX_THREADS)
+    elif key in ("table_bytes", "component_limit"):
+        _whole(key, value, 0, 2**62)
+    elif key == "time":
+        _seconds("awele engine option time=", value, joiner="")
+    elif key == "hash_mb":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise MatchError(f"awele engine option hash_mb={value!r}: a positive number of MiB")
+    elif key == "cycles" and value not in CYCLES:
+        raise MatchError(f"awele engine option cycles={value!r}: one of {', '.join(CYCLES)}")
+    elif key == "weights_file" and not isinstance(value, str):
+        raise MatchError(f"awele engine option weights_file={value!r}: a file name")
+    return value
 
 
 def make_engine(spec, uci_options=(), grace=2.0):
@@ -214,7 +270,12 @@ class UciEngine:
 
     def __init__(self, spec, command, options=(), grace=2.0):
         self.spec = spec
-        self.command = shlex.split(command)
+        try:
+            self.command = shlex.split(command)
+        except ValueError as error:  # an unbalanced quote
+            raise MatchError(f"engine {spec!r}: cannot read its command line: {error}") from None
+        if not self.command:
+            raise MatchError(f"engine {spec!r}: no command")
         self.options = list(options)
         self.grace = grace
         self.name = None
@@ -224,9 +285,12 @@ class UciEngine:
 
     def start(self):
         try:
+            # An engine's output is decoded with what is not UTF-8 replaced: a
+            # stray byte is the engine's fault, never the match's end.
             self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        except OSError as error:
+                                            stderr=subprocess.DEVNULL, text=True, bufsize=1, encoding="utf-8",
+                                            errors="replace")
+        except (OSError, ValueError) as error:
             raise MatchError(f"engine {self.spec!r} cannot start: {error}") from None
         self.lines = queue.Queue()
         self.ended = threading.Event()  # set when the engine's output ends
@@ -389,15 +453,42 @@ def openings_after(plies):
     return sorted(found.values())
 
 
+MAX_TEXT_BYTES = 16 << 20
+
+
+def read_text_file(path, what):
+    """The UTF-8 text of a regular file of at most MAX_TEXT_BYTES (a pipe or a
+    device is refused, never waited on); MatchError naming the file otherwise."""
+    import stat
+
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError) as error:
+        raise MatchError(f"cannot read the {what} {path}: {getattr(error, 'strerror', None) or error}") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise MatchError(f"the {what} {path} is not a regular file")
+        if status.st_size > MAX_TEXT_BYTES:
+            raise MatchError(f"the {what} {path} has more than {MAX_TEXT_BYTES:,} bytes")
+        data = os.read(descriptor, MAX_TEXT_BYTES + 1)
+    except OSError as error:
+        raise MatchError(f"cannot read the {what} {path}: {error.strerror or error}") from None
+    finally:
+        os.close(descriptor)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise MatchError(f"the {what} {path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
 def choose_openings(count, plies, seed, path):
     """The openings of a match as records (from the initial position)."""
     if path is not None:
-        try:
-            with open(path) as handle:
-                records = [line.split("#")[0].strip() for line in handle]
-        except OSError as error:
-            raise MatchError(f"cannot read the openings: {error}") from None
+        records = [line.split("#")[0].strip() for line in read_text_file(path, "openings file").splitlines()]
         records = [r for r in records if r]
+        if not records:
+            raise MatchError(f"{path}: no openings in it (one record a line, # comments)")
         for record in records:
             try:
                 Game.from_record(record)
@@ -591,6 +682,8 @@ def open_journal(path, settings):
     when its settings are the same, so that every game of a match was played
     by the same engines under the same conditions. A last line left half
     written by a killed run is cut off."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise MatchError(f"the journal {path} is not a regular file")
     if not os.path.exists(path) or os.path.getsize(path) == 0:
         try:
             handle = open(path, "w")
@@ -605,12 +698,12 @@ def open_journal(path, settings):
     except OSError as error:
         raise MatchError(f"cannot read the journal: {error}") from None
     complete = data[: data.rfind(b"\n") + 1]
-    lines = complete.decode().splitlines()
     try:
+        lines = complete.decode().splitlines()
         header = json.loads(lines[0]) if lines else {}
-    except ValueError:
+    except ValueError:  # UnicodeDecodeError included
         header = {}
-    if header.get("kind") != JOURNAL_KIND:
+    if not isinstance(header, dict) or header.get("kind") != JOURNAL_KIND:
         raise MatchError(f"{path} is not a match journal")
     differs = [key for key in settings if header.get(key) != settings[key]]
     if differs:
@@ -620,7 +713,10 @@ def open_journal(path, settings):
         records = [_record_from(json.loads(line)) for line in lines[1:] if line.strip()]
     except (ValueError, TypeError, KeyError) as error:
         raise MatchError(f"{path}: a game line cannot be read ({error})") from None
-    handle = open(path, "r+")
+    try:
+        handle = open(path, "r+")
+    except OSError as error:
+        raise MatchError(f"cannot write the journal {path}: {error.strerror or error}") from None
     handle.truncate(len(complete))
     handle.seek(len(complete))
     return records, handle
@@ -772,8 +868,17 @@ def main(argv=None):
             args.openings = args.games // 2
         if args.openings is not None and args.openings < 1:
             raise MatchError("--openings must be at least 1")
-        if not args.movetime > 0 or args.concurrency < 1 or args.max_plies < 1 or args.opening_plies < 0:
-            raise MatchError("--movetime, --concurrency, --max-plies must be positive, --opening-plies >= 0")
+        _seconds("--movetime", args.movetime)
+        _seconds("--grace", args.grace)
+        if not 1 <= args.concurrency <= MAX_CONCURRENCY:
+            raise MatchError(f"--concurrency must be 1..{MAX_CONCURRENCY}, got {args.concurrency}")
+        if args.max_plies < 1:
+            raise MatchError(f"--max-plies must be positive, got {args.max_plies}")
+        if not 0 <= args.opening_plies <= MAX_OPENING_PLIES:
+            raise MatchError(f"--opening-plies must be 0..{MAX_OPENING_PLIES}, got {args.opening_plies}")
+        for name, path in (("--pgn", args.pgn), ("--journal", args.journal)):
+            if path is not None and not os.path.isdir(os.path.dirname(path) or "."):
+                raise MatchError(f"{name} {path}: the folder {os.path.dirname(path)} does not exist")
         openings = choose_openings(args.openings, args.opening_plies, args.seed, args.openings_file)
         names = {"A": args.engine_a, "B": args.engine_b}
         out = sys.stderr if args.json else sys.stdout
@@ -794,7 +899,10 @@ def main(argv=None):
                 if earlier:
                     print(f"resumed from {args.journal}: {len(earlier)} games played, "
                           f"{total - len(earlier)} to play", file=out)
-            pgn = stack.enter_context(open(args.pgn, "a" if earlier else "w")) if args.pgn else None
+            try:
+                pgn = stack.enter_context(open(args.pgn, "a" if earlier else "w")) if args.pgn else None
+            except OSError as error:
+                raise MatchError(f"cannot write the games to {args.pgn}: {error.strerror or error}") from None
 
             def report(record):
                 print(_game_line(record, total), file=out, flush=True)

@@ -1195,17 +1195,54 @@ def bench(quick: bool, as_json: bool) -> None:
 
 
 def _layer_list(text, option):
-    """Seed counts from "8-24" or "25,26" (or a mix: "8-12,14")."""
+    """Seed counts from "8-24" or "25,26" (or a mix: "8-12,14"): each part a
+    layer or a range LOW-HIGH of layers 0..48 with LOW <= HIGH."""
+    import re
+
     layers: list[int] = []
-    try:
-        for part in text.split(","):
-            low, _, high = part.strip().partition("-")
-            layers.extend(range(int(low), int(high or low) + 1))
-    except ValueError:
-        raise UserError(f"{option}: give seed counts like 8-24 or 25,26, got {text!r}") from None
-    if not layers or any(not 0 <= n <= 48 for n in layers):
-        raise UserError(f"{option}: seed counts are 0..48, got {text!r}")
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d{1,2})\s*(?:-\s*(\d{1,2})\s*)?", part)
+        if not match:
+            raise UserError(f"{option}: give seed counts 0..48 like 8-24 or 25,26, got {text!r}")
+        low, high = int(match[1]), int(match[2] if match[2] is not None else match[1])
+        if not low <= high <= 48:
+            raise UserError(f"{option}: {part.strip()!r} is not a range of seed counts 0..48 (low-high)")
+        layers.extend(range(low, high + 1))
     return layers
+
+
+def _fit_number(context, parameter, value):
+    """--games, --per-layer and --seed within what a fit can take, refused before any work."""
+    from .limits import MAX_FIT_GAMES, MAX_FIT_PER_LAYER, MAX_FIT_SEED
+
+    low, high = {"games": (1, MAX_FIT_GAMES), "per_layer": (1, MAX_FIT_PER_LAYER),
+                 "seed": (0, MAX_FIT_SEED)}[parameter.name]
+    if not low <= value <= high:
+        raise UserError(f"--{parameter.name.replace('_', '-')} must be {low:,}..{high:,}, got {value:,}")
+    return value
+
+
+def _fit_output(context, parameter, value):
+    """--out: a file name in a folder that exists and can be written, checked
+    before the fit (minutes) rather than after it."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise UserError("--out needs a file name, not an empty one")
+    folder = os.path.dirname(value) or "."
+    if not os.path.isdir(folder):
+        raise UserError(f"--out {value}: the folder {folder} does not exist")
+    if os.path.isdir(value):
+        raise UserError(f"--out {value} is a folder: give a file name")
+    # A file made and removed at once tells what the folder takes (root may
+    # write where os.access says yes, yet /proc refuses every new name).
+    probe = f"{value}.probe-{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        os.remove(probe)
+    except OSError as error:
+        raise UserError(f"--out {value}: cannot write in {folder}: {error.strerror or error}") from None
+    return value
 
 
 @cli.command(name="fit-evaluation")
@@ -1214,15 +1251,17 @@ def _layer_list(text, option):
               help="Layers to fit on, e.g. 8-24 (default: from 8 up to the held-out ones).")
 @click.option("--holdout", default=None,
               help="Layers above the fit to measure on, e.g. 25-26 (default: the top two built).")
-@click.option("--games", type=click.IntRange(min=1), default=20_000, show_default=True,
-              help="Playouts that the positions are drawn from.")
-@click.option("--per-layer", type=click.IntRange(min=1), default=200_000, show_default=True,
+@click.option("--games", type=int, default=20_000, show_default=True, callback=_fit_number,
+              help="Playouts that the positions are drawn from (1..1,000,000).")
+@click.option("--per-layer", type=int, default=200_000, show_default=True, callback=_fit_number,
               help="At most this many positions valued per layer.")
 @click.option("--per-seed/--flat", default=False, show_default=True,
               help="Let every weight change linearly with the seeds on board, or keep it flat.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed of the playouts.")
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write the weights file here (e.g. solver/data/evaluation-v1.json); default: report only.")
+@click.option("--seed", type=int, default=1, show_default=True, callback=_fit_number,
+              help="Random seed of the playouts (0..2**32-1).")
+@click.option("--out", default=None, callback=_fit_output,
+              help="Write the weights file here (e.g. solver/data/evaluation-v1.json), atomically and never "
+                   "through a link; default: report only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fit report as JSON.")
 def fit_evaluation(directory: str | None, fit_layers: str | None, holdout: str | None, games: int, per_layer: int,
                    per_seed: bool, seed: int, out: str | None, as_json: bool) -> None:
@@ -1230,17 +1269,22 @@ def fit_evaluation(directory: str | None, fit_layers: str | None, holdout: str |
 
     Positions from playouts are valued from the tables of the fitted layers;
     the report gives the RMSE and sign agreement on held-out layers above
-    them, against the 0 leaf.
+    them, against the 0 leaf. Every argument is checked before the fit
+    starts; Ctrl-C stops it at once, and nothing is written unless it ends.
     """
+    fitted = _layer_list(fit_layers, "--fit-layers") if fit_layers is not None else None
+    held = _layer_list(holdout, "--holdout") if holdout is not None else None
     from . import evaluation, tables
 
     directory = directory or tables.default_directory()
-    fitted, held = evaluation.default_layers(directory) if fit_layers is None or holdout is None else (None, None)
-    fitted = _layer_list(fit_layers, "--fit-layers") if fit_layers is not None else fitted
-    held = _layer_list(holdout, "--holdout") if holdout is not None else held
-    assert fitted is not None and held is not None, "default_layers gives the ones not given"
-    weights, report = evaluation.fit(directory, fitted, held, games=games, per_layer=per_layer, per_seed=per_seed,
-                                     seed=seed, progress=None if as_json else lambda text: click.echo(text, err=True))
+    if fitted is None or held is None:
+        default_fitted, default_held = evaluation.default_layers(directory)
+        fitted = default_fitted if fitted is None else fitted
+        held = default_held if held is None else held
+    evaluation.check_fit_layers(directory, fitted, held)
+    say = None if as_json else lambda text: click.echo(text, err=True)
+    weights, report = _interruptible(lambda: evaluation.fit(directory, fitted, held, games=games, per_layer=per_layer,
+                                                            per_seed=per_seed, seed=seed, progress=say))
     if out:
         evaluation.save_weights(out, weights, report)
     if as_json:
@@ -1300,6 +1344,29 @@ def serve(directory: str | None, host: str, port: int, max_search_time: float) -
     click.echo(f"awele oracle on http://{shown}:{bound_port}/ ({held} in {directory}; API docs at /docs); "
                "Ctrl-C stops it", err=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[listener])
+
+
+@cli.command(name="compile")
+@click.option("--json", "as_json", is_flag=True, help="Print the seconds of each step as JSON.")
+def compile_command(as_json: bool) -> None:
+    """Compile the kernels ahead, so that no first command waits for them.
+
+    numba compiles awele's kernels on their first call and keeps them in its
+    cache (the package's __pycache__, or $NUMBA_CACHE_DIR). On a fresh
+    install that first call is the first `isready` of `awele uci`, the first
+    search or the first build; this compiles them all now (tables of 0..4
+    seeds are built in a temporary folder and removed).
+    """
+    from .compiled import compile_kernels
+
+    started = time.perf_counter()
+    steps = compile_kernels(None if as_json else lambda step: click.echo(f"compiling {step}...", err=True))
+    total = round(time.perf_counter() - started, 3)
+    if as_json:
+        emit_json({"steps": steps, "seconds": total})
+        return
+    click.echo(f"kernels compiled (or loaded from numba's cache) in {total:.1f} s: "
+               + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in steps.items()))
 
 
 @cli.command(name="uci")

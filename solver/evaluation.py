@@ -27,7 +27,9 @@ in ``solver/data/evaluation-v1.json``; ``awele fit-evaluation`` refits them.
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 from importlib import resources
 from typing import Any
 
@@ -36,6 +38,7 @@ from numba import njit
 
 from . import index
 from .errors import EvaluationError
+from .limits import MAX_FIT_GAMES, MAX_FIT_PER_LAYER, MAX_FIT_SEED
 from .position import Position  # noqa: F401 (the doctest)
 from .rules import (
     LANE_BITS,
@@ -275,35 +278,152 @@ def default_weights_path() -> str:
     return str(resources.files("solver") / "data" / WEIGHTS_FILE)
 
 
-def load_weights(path: str | os.PathLike | None = None) -> np.ndarray:
-    """The 2 * FEATURE_COUNT weights of a weights file (default: the shipped one).
+MAX_WEIGHTS_BYTES = 1 << 20  # a weights file is a few kilobytes (the shipped one: 3 KB)
+# Every feature that is not 0 is at least 1 in size and an estimate is clipped
+# to the 48 seeds, so a weight far beyond 48 only lives by cancelling others:
+# a fit of the tables' values gives weights of a few seeds (the shipped ones,
+# 3 at most), and one beyond this is no fit's.
+MAX_WEIGHT = 1000.0
+WEIGHTS_KEYS = {"version", "features", "scale_seeds", "flat", "per_seed", "fit"}
+WEIGHTS_REQUIRED = WEIGHTS_KEYS - {"fit"}
 
-    Raises EvaluationError when the file is missing, unreadable, of another
-    version or made for other features.
-    """
-    path = path or default_weights_path()
+
+def _weights_name(path: Any) -> str:
+    """The file name of a weights_file argument, refusing what is none (an
+    empty name, a number, a list, bytes)."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise EvaluationError(f"the evaluation weights file must be a file name, got {path!r}")
+    name = os.fspath(path)
+    if not isinstance(name, str):
+        raise EvaluationError(f"the evaluation weights file must be a file name as text, got {name!r}")
+    if not name:
+        raise EvaluationError("the evaluation weights file name is empty: give a file, or none for the shipped weights")
+    return name
+
+
+def _read_weights_file(name: str) -> bytes:
+    """The bytes of a regular file of at most MAX_WEIGHTS_BYTES. Opened without
+    blocking, so that a named pipe is refused rather than waited on."""
     try:
-        with open(path) as handle:
-            data = json.load(handle)
+        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, ValueError) as error:
-        raise EvaluationError(f"cannot read the evaluation weights {path}: {error}") from None
-    if not isinstance(data, dict) or data.get("version") != WEIGHTS_VERSION:
-        found = data.get("version") if isinstance(data, dict) else None
-        raise EvaluationError(f"{path}: evaluation weights version {found!r}, this awele reads {WEIGHTS_VERSION}")
-    if data.get("features") != list(FEATURES):
-        raise EvaluationError(f"{path}: the weights were fitted to other features than this awele computes")
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise EvaluationError(f"cannot read the evaluation weights {name}: {reason}") from None
     try:
-        weights = np.array([data["flat"], data["per_seed"]], dtype=np.float64).reshape(-1)
-    except (KeyError, TypeError, ValueError):
-        raise EvaluationError(f"{path}: 'flat' and 'per_seed' must be lists of {FEATURE_COUNT} numbers") from None
-    if weights.shape != (2 * FEATURE_COUNT,) or not np.all(np.isfinite(weights)):
-        raise EvaluationError(f"{path}: 'flat' and 'per_seed' must be lists of {FEATURE_COUNT} finite numbers")
-    return weights
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise EvaluationError(f"{name}: the evaluation weights must be a regular file, not a "
+                                  f"{_file_kind(status.st_mode)}")
+        if status.st_size > MAX_WEIGHTS_BYTES:
+            raise EvaluationError(f"{name}: {status.st_size:,} bytes is no evaluation weights file "
+                                  f"(at most {MAX_WEIGHTS_BYTES:,})")
+        chunks, left = [], MAX_WEIGHTS_BYTES + 1
+        while left > 0:
+            data = os.read(descriptor, left)
+            if not data:
+                break
+            chunks.append(data)
+            left -= len(data)
+    except OSError as error:
+        raise EvaluationError(f"cannot read the evaluation weights {name}: {error.strerror or error}") from None
+    finally:
+        os.close(descriptor)
+    if left <= 0:
+        raise EvaluationError(f"{name}: more than {MAX_WEIGHTS_BYTES:,} bytes is no evaluation weights file")
+    return b"".join(chunks)
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "named pipe"), (stat.S_ISCHR, "device"),
+                       (stat.S_ISBLK, "device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "special file"
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number a weights file holds")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"a key is given twice: {sorted(k for k in set(keys) if keys.count(k) > 1)}")
+    return dict(pairs)
+
+
+def _weight_row(name: str, data: dict[str, Any], key: str) -> list[float]:
+    row = data[key]
+    if not isinstance(row, list) or len(row) != FEATURE_COUNT:
+        raise EvaluationError(f"{name}: {key!r} must be a list of {FEATURE_COUNT} numbers, got "
+                              f"{type(row).__name__}{f' of {len(row)}' if isinstance(row, list) else ''}")
+    for position, weight in enumerate(row):
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise EvaluationError(f"{name}: {key!r}[{position}] must be a number, got {weight!r}")
+        if not (math.isfinite(weight) and abs(weight) <= MAX_WEIGHT):
+            raise EvaluationError(f"{name}: {key!r}[{position}] is {weight!r}, beyond the +-{MAX_WEIGHT:g} "
+                                  "a fit of the tables gives")
+    return [float(weight) for weight in row]
+
+
+def load_weights(path: str | os.PathLike | None = None) -> np.ndarray:
+    """The 2 * FEATURE_COUNT weights of a weights file (None: the shipped one).
+
+    The file is read only when it is a regular file of at most
+    MAX_WEIGHTS_BYTES of JSON in the format's exact shape: an object with the
+    keys WEIGHTS_REQUIRED (and "fit", the report of the fit, an object) and
+    no other, version WEIGHTS_VERSION, the FEATURES of this awele, scale_seeds
+    SCALE_SEEDS, and "flat" and "per_seed" lists of FEATURE_COUNT finite
+    numbers (not booleans, not text) within MAX_WEIGHT. Raises
+    EvaluationError, naming the file, for anything else.
+    """
+    name = default_weights_path() if path is None else _weights_name(path)
+    raw = _read_weights_file(name)
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except UnicodeDecodeError:
+        raise EvaluationError(f"{name}: the evaluation weights are not UTF-8 text") from None
+    except RecursionError:
+        raise EvaluationError(f"{name}: the evaluation weights are nested too deeply to be a weights file") from None
+    except ValueError as error:
+        raise EvaluationError(f"{name}: the evaluation weights are not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise EvaluationError(f"{name}: the evaluation weights must be a JSON object, got {type(data).__name__}")
+    version = data.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version != WEIGHTS_VERSION:
+        raise EvaluationError(f"{name}: evaluation weights version {version!r}, this awele reads {WEIGHTS_VERSION}")
+    unknown, missing = sorted(set(data) - WEIGHTS_KEYS), sorted(WEIGHTS_REQUIRED - set(data))
+    if unknown or missing:
+        raise EvaluationError(f"{name}: the evaluation weights have " + "; ".join(
+            part for part in (f"unknown keys {unknown}" if unknown else "",
+                              f"no {missing}" if missing else "") if part))
+    if data["features"] != list(FEATURES):
+        raise EvaluationError(f"{name}: the weights were fitted to other features than this awele computes")
+    scale = data["scale_seeds"]
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale != SCALE_SEEDS:
+        raise EvaluationError(f"{name}: scale_seeds {scale!r}, this awele scales the per-seed weights by "
+                              f"{SCALE_SEEDS}")
+    if not isinstance(data.get("fit", {}), dict):
+        raise EvaluationError(f"{name}: 'fit' (the fit's report) must be an object")
+    return np.array(_weight_row(name, data, "flat") + _weight_row(name, data, "per_seed"), dtype=np.float64)
 
 
 def save_weights(path: str | os.PathLike, weights: np.ndarray, report: dict[str, Any] | None = None) -> None:
-    """Write weights (and the fit report that produced them) as a weights file."""
-    weights = np.asarray(weights, dtype=np.float64).reshape(2, FEATURE_COUNT)
+    """Write weights (and the fit report that produced them) as a weights
+    file, as the tables are written (tables.write_file_exclusively): a
+    temporary file created exclusively, never through a link, then renamed;
+    nothing is left behind when it fails. Raises EvaluationError, naming the
+    file, when the weights are not ones load_weights reads or the file cannot
+    be written."""
+    from .tables import write_file_exclusively
+
+    name = _weights_name(path)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape not in ((2 * FEATURE_COUNT,), (2, FEATURE_COUNT)):
+        raise EvaluationError(f"{path}: {2 * FEATURE_COUNT} weights are written, got an array of {weights.shape}")
+    weights = weights.reshape(2, FEATURE_COUNT)
+    if not np.all(np.isfinite(weights)) or np.any(np.abs(weights) > MAX_WEIGHT):
+        raise EvaluationError(f"{path}: weights beyond +-{MAX_WEIGHT:g} (or not finite) are no fit's; not written")
     data = {
         "version": WEIGHTS_VERSION,
         "features": list(FEATURES),
@@ -312,11 +432,11 @@ def save_weights(path: str | os.PathLike, weights: np.ndarray, report: dict[str,
         "per_seed": [round(float(w), 6) for w in weights[1]],
         "fit": report or {},
     }
-    temporary = f"{path}.tmp"
-    with open(temporary, "w") as handle:
-        json.dump(data, handle, indent=1)
-        handle.write("\n")
-    os.replace(temporary, path)
+    text = (json.dumps(data, indent=1, allow_nan=False) + "\n").encode()
+    try:
+        write_file_exclusively(name, [text])
+    except OSError as error:
+        raise EvaluationError(f"cannot write {name}: {error.strerror or error}") from None
 
 
 # Positions where play goes ---------------------------------------------------------
@@ -475,20 +595,11 @@ def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: lis
     estimates (rounded and clipped, as the search uses them) against the
     exact values, next to those of the 0 leaf.
     """
-    from .tables import built_layers
-
-    fit_layers = sorted({int(n) for n in fit_layers})
-    holdout_layers = sorted({int(n) for n in holdout_layers})
-    if not fit_layers:
-        raise EvaluationError("no layers to fit on")
-    if set(fit_layers) & set(holdout_layers):
-        raise EvaluationError("a held-out layer cannot also be fitted on")
-    built = set(built_layers(directory))
-    missing = [n for n in fit_layers + holdout_layers if n not in built]
-    if missing:
-        raise EvaluationError(f"layers {missing} are not built in {directory}")
-    if games < 1 or per_layer < 1:
-        raise EvaluationError("games and per_layer must be positive")
+    fit_layers, holdout_layers = check_fit_layers(directory, fit_layers, holdout_layers)
+    for name, number, low, high in (("games", games, 1, MAX_FIT_GAMES), ("per_layer", per_layer, 1, MAX_FIT_PER_LAYER),
+                                    ("seed", seed, 0, MAX_FIT_SEED)):
+        if isinstance(number, bool) or not isinstance(number, (int, np.integer)) or not low <= number <= high:
+            raise EvaluationError(f"{name} must be a whole number {low:,}..{high:,}, got {number!r}")
 
     say = progress or (lambda text: None)
     boards = game_positions(games, seed)
@@ -514,6 +625,9 @@ def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: lis
     solution = np.linalg.lstsq(design * scale[:, None], target * scale, rcond=None)[0]
     weights = np.zeros(2 * FEATURE_COUNT)
     weights[: solution.shape[0]] = solution
+    if not np.all(np.isfinite(weights)) or np.any(np.abs(weights) > MAX_WEIGHT):
+        raise EvaluationError(f"the fit gave weights beyond +-{MAX_WEIGHT:g}: the positions valued do not "
+                              "determine them; fit on more layers or more games")
 
     def report_rows(layers):
         return [_layer_report(n, valued[n][1], board_estimates(valued[n][0], weights)) for n in layers if n in valued]
@@ -533,6 +647,34 @@ def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: lis
     return weights, report
 
 
+def check_fit_layers(directory: str | os.PathLike, fit_layers: Any, holdout_layers: Any) -> tuple[list[int], list[int]]:
+    """(fit layers, held-out layers), sorted, once they are layers 0..48 that
+    are built in `directory`, some to fit on and none both fitted and held
+    out; EvaluationError otherwise."""
+    from .tables import built_layers
+
+    chosen = []
+    for name, layers in (("fit layers", fit_layers), ("held-out layers", holdout_layers)):
+        try:
+            numbers = list(layers)
+        except TypeError:
+            raise EvaluationError(f"the {name} must be a list of seed counts, got {layers!r}") from None
+        if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= TOTAL_SEEDS
+               for n in numbers):
+            raise EvaluationError(f"the {name} must be seed counts 0..{TOTAL_SEEDS}, got {numbers!r}")
+        chosen.append(sorted({int(n) for n in numbers}))
+    fitted, held = chosen
+    if not fitted:
+        raise EvaluationError("no layers to fit on")
+    if set(fitted) & set(held):
+        raise EvaluationError(f"layers {sorted(set(fitted) & set(held))} cannot be both fitted on and held out")
+    built = set(built_layers(directory))
+    missing = [n for n in fitted + held if n not in built]
+    if missing:
+        raise EvaluationError(f"layers {missing} are not built in {directory}")
+    return fitted, held
+
+
 def default_layers(directory: str | os.PathLike, holdout: int = 2, lowest: int = 8) -> tuple[list[int], list[int]]:
     """(fit layers, held-out layers) from the tables of `directory`: the top
     `holdout` consecutive layers held out, the ones from `lowest` below them fitted."""
@@ -540,8 +682,13 @@ def default_layers(directory: str | os.PathLike, holdout: int = 2, lowest: int =
 
     built = set(built_layers(directory))
     top = -1
-    while top + 1 in built:  # the layers above a gap cannot be valued (captures land in it)
+    while top + 1 in built:
         top += 1
+    if built - set(range(top + 1)):
+        # The top two built would be held out; with a gap below them, which
+        # ones are meant is the user's to say.
+        raise EvaluationError(f"{directory} lacks layer {top + 1} below the layers built up to {max(built)}: "
+                              "build it, or give --fit-layers and --holdout")
     consecutive = list(range(top + 1))
     if len(consecutive) <= holdout:
         raise EvaluationError(f"{directory} has tables of 0..{top} seeds: too few to fit and hold out {holdout}")

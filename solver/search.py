@@ -937,7 +937,8 @@ class Searcher:
         bounds fit in the rest (a bound that does not finish in time is None).
 
         `progress`, if given, is called after each finished iteration as
-        progress(depth, value, exact, nodes so far, seconds so far).
+        progress(depth, value, exact, nodes so far, seconds so far, the
+        iteration's principal line as move letters).
         """
         _check_limits(depth, time, nodes, cycles)
         threads = 1 if nodes is not None else (self.threads if threads is None else _thread_count(threads))
@@ -1316,7 +1317,8 @@ class _Run:
             result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]
             result.iterations.append((iteration, int(score), bool(proven), int(used), seconds))
             if self.progress is not None:
-                self.progress(iteration, int(score), bool(proven), result.nodes, _time.perf_counter() - self.started)
+                self.progress(iteration, int(score), bool(proven), result.nodes, _time.perf_counter() - self.started,
+                              _letters(self.position, self.houses))
             if proven:
                 break
 

@@ -49,6 +49,7 @@ from .errors import (
     TableWriteError,
 )
 from .layers import byte_histogram
+from .places import DEFAULT_DIRECTORY, ENVIRONMENT_VARIABLE, default_directory  # noqa: F401 (their home was here)
 
 RULES = "awele-abapa"
 RULES_VERSION = 1
@@ -63,27 +64,9 @@ SIGNATURE = b"\x89HDF\r\n\x1a\n"
 FILL_VALUE = -128  # never a value: what HDF5 returns for a chunk it cannot find
 CHUNK = 1 << 18  # positions per HDF5 chunk: a single probe inflates 256 KiB (0.8 ms)
 SLICE = 1 << 24  # positions per read or write call on a whole layer (a multiple of CHUNK)
-DEFAULT_DIRECTORY = "databases"
-ENVIRONMENT_VARIABLE = "AWELE_DATABASES"
 TEMPORARY_SUFFIX = ".tmp"
 SMALL_LAYER = 1 << 24  # histograms of layers up to this size use numpy (no kernel to load)
 FILE_NAME = re.compile(r"awele-([0-9]{2})\.h5")  # ASCII digits: int() reads any Unicode digit
-
-
-def default_directory() -> str:
-    """The tables folder, whatever the current folder is: $AWELE_DATABASES; else
-    the checkout's databases/ for a development install (pip install -e);
-    else the user's data folder (platformdirs: ~/.local/share/awele on Linux)."""
-    chosen = os.environ.get(ENVIRONMENT_VARIABLE)
-    if chosen:
-        return chosen
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if (os.path.isfile(os.path.join(checkout, "pyproject.toml"))
-            and os.path.isdir(os.path.join(checkout, DEFAULT_DIRECTORY))):
-        return os.path.join(checkout, DEFAULT_DIRECTORY)
-    import platformdirs
-
-    return platformdirs.user_data_dir("awele", appauthor=False)
 
 
 def table_path(directory: str | os.PathLike, seeds: int) -> str:

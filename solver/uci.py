@@ -43,7 +43,7 @@ import threading
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+from typing import IO, TYPE_CHECKING, Any, ClassVar, TextIO
 
 from . import __version__
 from .errors import (
@@ -51,23 +51,27 @@ from .errors import (
     IllegalMoveError,
     InvalidPositionError,
     MissingTableError,
+    TableError,
 )
 from .limits import DEFAULT_QUIESCENCE, MAX_QUIESCENCE
-from .position import HOUSE_LETTERS, Game, Position
 
 if TYPE_CHECKING:
+    from .position import Game, Position
     from .probe import Tablebase
     from .search import Searcher
 
 ENGINE_NAME = f"awele {__version__}"
 ENGINE_AUTHOR = "the awele authors"
-DEFAULT_MOVE_SECONDS = 3.0  # a bare `go`, as Aalina does without limits
+DEFAULT_MOVE_SECONDS = 3.0  # a bare `go` (its bestmove said within them), as Aalina does without limits
 MOVES_TO_GO = 30  # moves the clock is shared over when the GUI does not say
 RESPONSE_MARGIN = 0.02  # seconds kept back from a move time for reading and answering
 NULL_MOVE = "0000"
 RULE_WORDS = {"true": "true repetition rule", "split": "tables' convention (endless play split evenly)"}
 _DIAGRAM = re.compile(r"^(\d+)(?:-(\d+)){13}-([SN])$")
-_LETTERS = set(HOUSE_LETTERS["S"] + HOUSE_LETTERS["N"])
+_LETTERS = set("ABCDEFabcdef")  # position.HOUSE_LETTERS, without importing the kernels for `uci`
+MAX_LINE_BYTES = 1 << 20  # a longer command line is skipped whole (a game's moves take a few hundred bytes)
+SHIPPED_WEIGHTS = "<shipped>"  # the EvaluationFile option's value for the weights shipped with awele
+MAX_COUNT_DIGITS = 3  # a house or a store holds at most 48 seeds
 
 
 class UciError(ValueError):
@@ -86,9 +90,14 @@ def parse_diagram(text: str) -> Position:
     >>> str(parse_diagram("0-1-2-0-3-1/2-0-1-3-2-1 N 20:12"))
     '0-1-2-0-3-1/2-0-1-3-2-1 N 20:12'
     """
+    from .position import Position
+
     text = text.strip()
     if _DIAGRAM.match(text):
         *counts, side = text.split("-")
+        if any(len(count.lstrip("0")) > MAX_COUNT_DIGITS for count in counts):
+            raise InvalidPositionError("a house or a store holds at most 48 seeds, got a number of "
+                                       f"{max(len(count) for count in counts)} digits")
         numbers = [int(n) for n in counts]
         return Position(numbers[:12], side, numbers[12:14])
     return Position.from_string(text)
@@ -97,6 +106,7 @@ def parse_diagram(text: str) -> Position:
 def diagram(position: Position) -> str:
     """A position in Aalina's notation.
 
+    >>> from solver.position import Position
     >>> diagram(Position.initial())
     '4-4-4-4-4-4-4-4-4-4-4-4-0-0-S'
     """
@@ -114,6 +124,8 @@ def parse_moves(words: list[str]) -> list[str]:
 
 def parse_position(words: list[str]) -> Game:
     """The Game of a ``position`` command's words (after ``position``)."""
+    from .position import Game, Position
+
     if not words:
         raise UciError("position needs startpos or fen")
     if "moves" in words:
@@ -197,7 +209,7 @@ def parse_go(words: list[str], to_move: str, log: Callable[[str], None] | None =
         share = left / max(1, numbers.get("movestogo", MOVES_TO_GO)) + 0.75 * max(0, numbers.get(increment, 0)) / 1000
         limits.time = max(0.005, min(share, 0.5 * max(0.0, left - RESPONSE_MARGIN)))
     elif limits.depth is None and limits.nodes is None:
-        limits.time = DEFAULT_MOVE_SECONDS
+        limits.time = DEFAULT_MOVE_SECONDS - RESPONSE_MARGIN  # as `go movetime 3000`: answered within the 3 s
     return limits
 
 
@@ -236,27 +248,30 @@ def table_answer(tablebase: Tablebase, game: Game, deadline: float | None = None
 
 
 class UciEngine:
-    """One UCI session over text streams (standard input and output by default).
+    """One UCI session over streams (standard input and output by default).
 
     ``run()`` reads commands until ``quit`` or the end of input and returns 0.
+    `input` may be a binary stream (standard input's bytes, by default) or a
+    text one; bytes are decoded as UTF-8 with what is not UTF-8 replaced,
+    whatever the locale says, so that no byte a GUI sends ends the engine.
     `directory` is the tables folder (the Tables option, default
-    tables.default_directory()).
+    places.default_directory()).
     """
 
-    def __init__(self, input: TextIO | None = None, output: TextIO | None = None, log: TextIO | None = None,
-                 directory: str | None = None) -> None:
-        self.input = input if input is not None else sys.stdin
+    def __init__(self, input: IO[bytes] | TextIO | None = None, output: TextIO | None = None,
+                 log: TextIO | None = None, directory: str | None = None) -> None:
+        self.input = input if input is not None else getattr(sys.stdin, "buffer", sys.stdin)
         self.output = output if output is not None else sys.stdout
         self.log_stream = log if log is not None else sys.stderr
         self._write_lock = threading.Lock()
         if directory is None:
-            from .tables import default_directory
+            from .places import default_directory
 
             directory = default_directory()
         self.options: dict[str, Any] = {"hash": 64, "threads": None, "tables": str(directory), "maxtableseeds": -1,
                         "usetables": True, "cycles": "own", "evaluation": "learned",
-                        "quiescence": DEFAULT_QUIESCENCE}
-        self.game = Game()
+                        "quiescence": DEFAULT_QUIESCENCE, "evaluationfile": None}
+        self._game: Game | None = None  # None: the opening, made when first needed (it loads the kernels)
         self.searcher: Searcher | None = None
         self._searcher_key: tuple | None = None
         self._tablebase: Tablebase | None = None
@@ -265,6 +280,7 @@ class UciEngine:
         self._busy = threading.Event()  # set from go until its bestmove is said
         self._stop = threading.Event()  # stop (or ponderhit) asked for the search in progress
         self.debug = False
+        self._damage_named: set[str] = set()  # table errors already logged
 
     # Output ----------------------------------------------------------------------
 
@@ -278,13 +294,31 @@ class UciEngine:
                 pass  # the GUI has gone; the end of input follows
 
     def log(self, message: str) -> None:
-        """One line on the log stream (standard error)."""
+        """One line on the log stream (standard error), in ASCII where the
+        stream cannot encode it."""
+        line = f"awele uci: {message}\n"
         with self._write_lock:
             try:
-                self.log_stream.write(f"awele uci: {message}\n")
+                try:
+                    self.log_stream.write(line)
+                except UnicodeEncodeError:
+                    self.log_stream.write(line.encode("ascii", "backslashreplace").decode("ascii"))
                 self.log_stream.flush()
             except (OSError, ValueError):
                 pass
+
+    @property
+    def game(self) -> Game:
+        """The game the next ``go`` searches (the opening until a ``position``)."""
+        if self._game is None:
+            from .position import Game
+
+            self._game = Game()
+        return self._game
+
+    @game.setter
+    def game(self, game: Game) -> None:
+        self._game = game
 
     # The loop --------------------------------------------------------------------
 
@@ -292,8 +326,8 @@ class UciEngine:
         """Read and follow commands until ``quit`` or the end of input."""
         try:
             while True:
-                line = self.input.readline()
-                if not line:
+                line = self._read_line()
+                if line is None:
                     break
                 if not self.handle(line):
                     break
@@ -302,8 +336,29 @@ class UciEngine:
         self._stop_search(wait=True)
         return 0
 
+    def _read_line(self) -> str | None:
+        """The next command line, decoded; None at the end of input. A line
+        longer than MAX_LINE_BYTES is read to its end, logged and skipped
+        (as an empty line), so that no line fills the memory."""
+        line = self.input.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return None
+        if len(line) > MAX_LINE_BYTES:
+            ending = line[-1:]
+            while ending not in ("\n", b"\n"):
+                ending = self.input.readline(MAX_LINE_BYTES)[-1:]
+                if not ending:
+                    break
+            self.log(f"ignored a line of more than {MAX_LINE_BYTES} bytes")
+            return ""
+        if isinstance(line, bytes):
+            return line.decode("utf-8", "replace")
+        return line
+
     def handle(self, line: str) -> bool:
-        """Follow one command line; False after ``quit``."""
+        """Follow one command line; False after ``quit``. A line that cannot be
+        followed is logged and ignored, whatever went wrong: only ``quit`` (and
+        the end of input) ends the engine."""
         words = line.split()
         if not words:
             return True
@@ -314,10 +369,10 @@ class UciEngine:
             return True
         try:
             return handler(self, arguments) is not False
-        except UciError as error:
+        except (UciError, AweleError) as error:
             self.log(f"ignored {line.strip()[:200]!r}: {error}")
-        except AweleError as error:
-            self.log(f"ignored {line.strip()[:200]!r}: {error}")
+        except Exception as error:  # a defect, but never the end of the engine
+            self.log(f"ignored {line.strip()[:200]!r}: {type(error).__name__}: {error}")
         return True
 
     def searching(self) -> bool:
@@ -340,6 +395,8 @@ class UciEngine:
                 self._ensure_searcher()  # tables read and kernels loaded before the clock runs
             except AweleError as error:
                 self.log(f"not ready to search: {error}")
+            except Exception as error:  # the GUI still gets its readyok
+                self.log(f"not ready to search: {type(error).__name__}: {error}")
         self.say("readyok")
 
     def _ucinewgame(self, arguments):
@@ -347,7 +404,7 @@ class UciEngine:
             raise UciError("a search is running; send stop first")
         # The transposition table carries over: its entries hold in any game
         # (a score that rests on the path above a node is never stored).
-        self.game = Game()
+        self._game = None
 
     def _debug(self, arguments):
         self.debug = arguments[:1] != ["off"]
@@ -372,6 +429,8 @@ class UciEngine:
             raise UciError("a search is already running")
         limits = parse_go(arguments, self.game.position.to_move, self.log)
         self._stop.clear()
+        from .position import Game
+
         game = Game(self.game.start)
         for move in self.game.moves:
             game.play(move)
@@ -414,6 +473,7 @@ class UciEngine:
             "option name UseTables type check default true",
             "option name Cycles type combo default own var own var split",
             "option name Evaluation type combo default learned var learned var zero",
+            f"option name EvaluationFile type string default {SHIPPED_WEIGHTS}",
             f"option name Quiescence type spin default {DEFAULT_QUIESCENCE} min 0 max {MAX_QUIESCENCE}",
         ]
 
@@ -442,6 +502,14 @@ class UciEngine:
             self.options["evaluation"] = value
         elif name == "quiescence":
             self.options["quiescence"] = self._whole(name, value, 0, MAX_QUIESCENCE)
+        elif name in ("evaluationfile", "weightsfile"):
+            if value == SHIPPED_WEIGHTS:
+                self.options["evaluationfile"] = None
+                return
+            from .evaluation import load_weights
+
+            load_weights(value)  # checked now: a file it cannot use is refused here, the previous one kept
+            self.options["evaluationfile"] = value
         else:
             raise UciError(f"no option {name!r}")
 
@@ -463,11 +531,12 @@ class UciEngine:
         max_table_seeds = (None if options["maxtableseeds"] < 0 else options["maxtableseeds"]) \
             if options["usetables"] else -1
         tables_key = (options["tables"], max_table_seeds)
-        key = (tables_key, options["hash"], options["threads"], options["evaluation"], options["quiescence"])
+        evaluation = (options["evaluation"], options["evaluationfile"])
+        key = (tables_key, options["hash"], options["threads"], evaluation, options["quiescence"])
         if self.searcher is not None and key == self._searcher_key:
             return self.searcher
         if self.searcher is not None and self._searcher_key is not None and \
-                (self._searcher_key[0], self._searcher_key[3]) == (tables_key, options["evaluation"]):
+                (self._searcher_key[0], self._searcher_key[3]) == (tables_key, evaluation):
             # Threads or Hash only: changed in place. A new Searcher would first
             # wait for the old one's background reader (tens of seconds with
             # tables to 28 seeds), and meanwhile the engine would not answer.
@@ -490,7 +559,8 @@ class UciEngine:
                 self._tablebase.close()
             self._tablebase, self._tablebase_key = Tablebase(options["tables"]), tables_key
         arguments = {"hash_mb": options["hash"], "max_table_seeds": max_table_seeds, "threads": options["threads"],
-                     "evaluation": options["evaluation"], "quiescence": options["quiescence"]}
+                     "evaluation": options["evaluation"], "weights_file": options["evaluationfile"],
+                     "quiescence": options["quiescence"]}
         try:
             searcher = Searcher(self._tablebase, **arguments)
         except AweleError as error:
@@ -552,21 +622,27 @@ class UciEngine:
         # the reader's copy is waited for, up to half the time.
         reading = limits.time is not None and not searcher.tables_answer_in_time(position.seeds,
                                                                                  started + limits.time / 2)
+        left_out = getattr(searcher, "left_out", {})  # damaged or swapped layers the search does without
         if options["usetables"] and tablebase.has_layer(position.seeds) and not reading and (
-                max_table_seeds < 0 or position.seeds <= max_table_seeds):
+                max_table_seeds < 0 or position.seeds <= max_table_seeds) and position.seeds not in left_out:
             try:
                 deadline = None if limits.time is None else started + 0.9 * limits.time
                 return table_answer(tablebase, game, deadline)
             except MissingTableError:
                 pass  # a smaller layer is missing: search
+            except TableError as error:
+                # A damaged or mismatched layer: named once, and the position searched.
+                if str(error) not in self._damage_named:
+                    self._damage_named.add(str(error))
+                    self.log(f"the tables cannot answer: {error}; searching instead")
         time_left = None if limits.time is None else max(0.005, limits.time - (_time.perf_counter() - started))
         arguments = {"depth": limits.depth, "nodes": limits.nodes, "cycles": options["cycles"]}
 
-        def progress(depth, value, exact, nodes, seconds):
+        def progress(depth, value, exact, nodes, seconds, line=()):
             if self._stop.is_set():
                 searcher.stop()  # a stop that came before the search had begun
             self.say(f"info depth {depth} score cp {100 * value} nodes {nodes} time {round(1000 * seconds)} "
-                     f"nps {round(nodes / seconds) if seconds > 0 else 0}")
+                     f"nps {round(nodes / seconds) if seconds > 0 else 0}" + (f" pv {''.join(line)}" if line else ""))
 
         result = searcher.search(game, time=time_left, progress=progress, **arguments)
         return self._from_result(result)

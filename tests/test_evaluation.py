@@ -3,6 +3,8 @@ bounds, the weights file, the fit on tiny tables, and the search with it."""
 
 import json
 import math
+import os
+import shutil
 
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from solver.evaluation import (
     board_estimates,
     board_features,
     default_layers,
+    default_weights_path,
     evaluate,
     features,
     fit,
@@ -205,7 +208,7 @@ def test_weights_files_of_another_version_or_features_are_refused(tmp_path):
     data = json.loads(good.read_text())
     for change, message in [({"version": WEIGHTS_VERSION + 1}, "version"),
                             ({"features": data["features"][:-1]}, "other features"),
-                            ({"flat": data["flat"][:-1]}, "lists of")]:
+                            ({"flat": data["flat"][:-1]}, "a list of")]:
         bad = tmp_path / "bad.json"
         bad.write_text(json.dumps({**data, **change}))
         with pytest.raises(EvaluationError, match=message):
@@ -236,7 +239,7 @@ def test_fit_on_tiny_tables_beats_the_zero_leaf_on_held_out_layers(tiny_fit, tab
 
 
 def test_fit_refuses_overlapping_or_missing_layers(table_dir):
-    with pytest.raises(EvaluationError, match="also be fitted"):
+    with pytest.raises(EvaluationError, match="both fitted on and held out"):
         fit(table_dir, [5, 6], [6], games=10)
     with pytest.raises(EvaluationError, match="not built"):
         fit(table_dir, [5, 6], [13], games=10)
@@ -282,3 +285,195 @@ def test_either_leaf_keeps_table_values_exact(table_dir, evaluation):
 def test_unknown_evaluation_is_refused(table_dir):
     with pytest.raises(SearchError, match="evaluation"):
         Searcher(table_dir, max_table_seeds=4, evaluation="neural")
+
+
+def shipped_data():
+    with open(default_weights_path()) as handle:
+        return json.load(handle)
+
+
+def nested(depth):
+    return "[" * depth + "]" * depth
+
+
+BAD_WEIGHTS = {
+    "a huge weight": lambda d: {**d, "flat": [1e308] + d["flat"][1:]},
+    "a weight of 1e19": lambda d: {**d, "per_seed": d["per_seed"][:-1] + [1e19]},
+    "booleans": lambda d: {**d, "flat": [True] * FEATURE_COUNT},
+    "numbers as text": lambda d: {**d, "flat": [str(w) for w in d["flat"]]},
+    "a nested shape": lambda d: {**d, "flat": [[d["flat"][:5], d["flat"][5:]]] * 2},
+    "a 2x5 shape": lambda d: {**d, "flat": [d["flat"][:5], d["flat"][5:]]},
+    "an unknown key": lambda d: {**d, "scale": 2},
+    "another scale_seeds": lambda d: {**d, "scale_seeds": 10},
+    "scale_seeds as text": lambda d: {**d, "scale_seeds": "48"},
+    "version true": lambda d: {**d, "version": True},
+    "no per_seed": lambda d: {k: v for k, v in d.items() if k != "per_seed"},
+    "a fit report that is a list": lambda d: {**d, "fit": []},
+    "a list": lambda d: [d],
+}
+BAD_TEXT = {
+    "NaN": lambda text: text.replace("0.035531", "NaN"),
+    "Infinity": lambda text: text.replace("0.035531", "-Infinity"),
+    "a key twice": lambda text: text.replace('"version": 1,', '"version": 1, "version": 1,'),
+    "empty": lambda text: "",
+    "deeply nested": lambda text: nested(200_000),
+    "deeply nested object": lambda text: '{"fit": ' * 100_000 + "1" + "}" * 100_000,
+    "more than the size limit": lambda text: text + " " * (1 << 20),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_WEIGHTS) + sorted(BAD_TEXT) + ["not UTF-8"])
+def test_a_weights_file_not_in_the_formats_exact_shape_is_refused(tmp_path, case):
+    """Absurd weights (1e308, 1e19), booleans, numbers as text, nested
+    shapes and a scale_seeds the reader does not use were all searched with;
+    deeply nested JSON gave a RecursionError. Each is refused, naming the file."""
+    path = tmp_path / "weights.json"
+    text = json.dumps(shipped_data(), indent=1)
+    if case in BAD_WEIGHTS:
+        path.write_text(json.dumps(BAD_WEIGHTS[case](shipped_data())))
+    elif case in BAD_TEXT:
+        path.write_text(BAD_TEXT[case](text))
+    else:
+        path.write_bytes(text.encode().replace(b"constant", b"\xff\xfeconstant"))
+    with pytest.raises(EvaluationError, match="weights.json") as caught:
+        load_weights(path)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(EvaluationError):
+        Searcher(str(tmp_path), weights_file=path)  # never searched with
+
+
+def test_the_shipped_file_passes_the_checks_and_round_trips(tmp_path):
+    path = tmp_path / "copy.json"
+    path.write_text(json.dumps(shipped_data()))
+    assert load_weights(path).tolist() == load_weights().tolist()
+    save_weights(path, load_weights(), {"any": "report"})
+    assert load_weights(path).tolist() == load_weights().tolist()
+
+
+@pytest.mark.parametrize("case", ["empty name", "a descriptor", "a list", "bytes", "a folder", "a named pipe",
+                                  "/dev/zero", "/dev/urandom"])
+def test_a_weights_file_name_that_is_no_regular_file_is_refused_at_once(tmp_path, case):
+    """'' meant the shipped weights, an int was read as a file descriptor (and
+    closed), a list was a raw TypeError, a named pipe hung the Searcher and
+    /dev/zero ended in MemoryError."""
+    descriptor = os.open(default_weights_path(), os.O_RDONLY)  # a weights file: it was read, and closed
+    names = {"empty name": "", "a descriptor": descriptor, "a list": [default_weights_path()],
+             "bytes": default_weights_path().encode(), "a folder": str(tmp_path),
+             "a named pipe": str(tmp_path / "pipe"), "/dev/zero": "/dev/zero", "/dev/urandom": "/dev/urandom"}
+    os.mkfifo(tmp_path / "pipe")
+    try:
+        with pytest.raises(EvaluationError) as caught:
+            load_weights(names[case])
+        assert "\n" not in str(caught.value)
+        if case == "empty name":
+            assert "empty" in str(caught.value)
+        with pytest.raises(EvaluationError):
+            Searcher(str(tmp_path), weights_file=names[case])
+        os.fstat(descriptor)  # still open
+    finally:
+        os.close(descriptor)
+
+
+def test_save_weights_never_writes_through_a_link_nor_leaves_a_file(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    out = tmp_path / "w.json"
+    for planted in (f"{out}.tmp", f"{out}.tmp-{os.getpid()}"):
+        os.symlink(victim, planted)
+    os.symlink(tmp_path / "dangling-target", f"{out}.tmp.dangling")
+    save_weights(out, load_weights())
+    assert victim.read_text() == "keep me" and load_weights(out).tolist() == load_weights().tolist()
+    assert not (tmp_path / "dangling-target").exists()
+    folder = tmp_path / "a-folder.json"
+    folder.mkdir()
+    for target in (folder, tmp_path / "missing" / "w.json", "/proc/awele-w.json"):
+        with pytest.raises(EvaluationError, match="cannot write"):
+            save_weights(target, load_weights())
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["victim", "w.json", "w.json.tmp", "a-folder.json",
+                                                                "w.json.tmp.dangling"])
+    with pytest.raises(EvaluationError, match="no fit's"):
+        save_weights(out, np.full(2 * FEATURE_COUNT, 1e19))
+
+
+# `awele fit-evaluation`: arguments checked first, the output written as tables are
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fit_command(*args):
+    return CliRunner().invoke(cli, ["fit-evaluation", *map(str, args)])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--games", 10**30], "--games must be"),
+    (["--seed", -1], "--seed must be"),
+    (["--seed", 2**64], "--seed must be"),
+    (["--per-layer", 0], "--per-layer must be"),
+    (["--fit-layers", "0-99999999999", "--holdout", "12"], "--fit-layers"),
+    (["--fit-layers", "8-", "--holdout", "12"], "--fit-layers"),
+    (["--fit-layers", "8-10", "--holdout", "15-"], "--holdout"),
+    (["--fit-layers", "10-8", "--holdout", "12"], "not a range"),
+    (["--fit-layers", "8-10", "--holdout", "13"], "not built"),
+    (["--fit-layers", "8-10", "--holdout", "10-11"], "both fitted on and held out"),
+    (["--out", ""], "--out needs a file name"),
+    (["--out", "/no/such/folder/w.json"], "does not exist"),
+    (["--out", "/proc/awele-w.json"], "cannot write in /proc"),
+])
+def test_fit_evaluation_refuses_bad_arguments_before_any_work(table_dir, args, message):
+    """--games 10**30 and ranges like 0-99999999999 ended in MemoryError, --seed
+    -1 in a traceback, `8-` and `15-` were read as 8 and 15, and a folder
+    that cannot be written was found only after the fit."""
+    result = fit_command("--dir", table_dir, *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    assert "playouts" not in result.output  # refused before the fit began
+
+
+def test_fit_evaluation_defaults_refuse_a_gap_below_the_top_layers(table_dir, tmp_path):
+    for seeds in (*range(11), 12):
+        shutil.copyfile(os.path.join(table_dir, f"awele-{seeds:02d}.h5"), tmp_path / f"awele-{seeds:02d}.h5")
+    result = fit_command("--dir", tmp_path, "--games", 10)
+    assert result.exit_code == 2 and "lacks layer 11" in result.output, result.output
+
+
+def test_fit_evaluation_writes_its_output_exclusively_and_leaves_nothing_on_failure(table_dir, tmp_path, monkeypatch):
+    """--out X wrote through a link planted at X.tmp (a victim overwritten, a
+    dangling link's target created) and left X.tmp on a full disk."""
+    victim, dangling = tmp_path / "victim", tmp_path / "created-through-a-link"
+    victim.write_text("keep me")
+    out = tmp_path / "w.json"
+    os.symlink(victim, f"{out}.tmp")
+    os.symlink(dangling, f"{out}.tmp-{os.getpid()}")
+    small = ["--dir", table_dir, "--fit-layers", "6-9", "--holdout", "10", "--games", 300]
+    result = fit_command(*small, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert victim.read_text() == "keep me" and not dangling.exists() and load_weights(out) is not None
+    before = sorted(os.listdir(tmp_path))
+
+    def full_disk(descriptor, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full_disk)
+    result = fit_command(*small, "--out", tmp_path / "full.json")
+    monkeypatch.undo()
+    assert result.exit_code == 2 and "No space left" in result.output.strip().splitlines()[-1], result.output
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_ctrl_c_stops_a_fit_and_writes_nothing(table_dir, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "w.json"
+    process = subprocess.Popen([sys.executable, "-m", "solver", "fit-evaluation", "--dir", table_dir, "--games",
+                                "100000", "--fit-layers", "4-10", "--holdout", "11-12", "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": ROOT})
+    first = process.stderr.readline()  # the playouts are done: the fit is under way
+    assert "playouts" in first, first
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and "aborted" in err, err
+    assert os.listdir(tmp_path) == []

@@ -139,6 +139,8 @@ FAKE_ENGINE = textwrap.dedent(
     for line in sys.stdin:
         words = line.split()
         if words == ["uci"]:
+            if mode == "garbage":  # not UTF-8: the engine's fault, never the match's end
+                sys.stdout.buffer.write(b"id name \\xff\\xfe fake\\n"); sys.stdout.buffer.flush()
             print("id name fake " + mode); print("uciok")
         elif words == ["isready"]:
             print("readyok")
@@ -147,7 +149,9 @@ FAKE_ENGINE = textwrap.dedent(
             for letter in "".join(words[3:]):
                 game.play(letter)
         elif words[:1] == ["go"]:
-            if mode == "first":
+            if mode == "garbage":
+                sys.stdout.flush(); sys.stdout.buffer.write(b"info string \\xc3( \\x80\\n"); sys.stdout.buffer.flush()
+            if mode in ("first", "garbage"):
                 print("info depth 1 score cp 0 pv " + game.legal_moves()[0])
                 print("bestmove " + game.legal_moves()[0])
             elif mode == "illegal":
@@ -255,3 +259,60 @@ def test_late_moves_are_counted_against_five_percent_and_twenty_milliseconds():
     assert match.late_limit(1.0) == pytest.approx(1.07)
     records = [match.GameRecord(1, 1, "", "A", late={"A": 2, "B": 0}), match.GameRecord(2, 1, "", "B", late={"A": 1})]
     assert match.summarise(records)["late_moves"] == {"A": 3, "B": 0}
+
+
+@pytest.mark.parametrize("spec", ["depth=-1", "depth=0", "time=nan", "time=-1", "time=inf", "nodes=0",
+                                  "max_table_seeds=49", "threads=100000", "threads=0", "hash_mb=nan",
+                                  "cycles=sideways", "weights_file=5", "weights_file=", "tables=A_FILE"])
+def test_engine_specs_that_make_no_sense_are_refused(no_tables, tmp_path, spec):
+    """depth=-1, time=nan or -1, nodes=0, max_table_seeds=49 and tables= a
+    file ran whole matches; threads=100000 gave a traceback."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    spec = spec.replace("A_FILE", str(a_file))
+    body = f"{spec},tables={no_tables}" if not spec.startswith("tables=") else spec
+    with pytest.raises(match.MatchError) as caught:
+        match.make_engine(f"awele:{body}")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_uci_command_with_an_unbalanced_quote_is_refused():
+    with pytest.raises(match.MatchError, match="cannot read its command line"):
+        match.make_engine('uci:python -c "print(1)')
+
+
+def test_a_uci_engine_printing_invalid_utf8_still_plays(no_tables, fake_engine):
+    records = match.run_match(fake_engine("garbage"), tiny(1, no_tables), ["1. F b"], movetime=0.3, max_plies=12,
+                              grace=5)
+    assert len(records) == 2 and not any("forfeits" in r.termination for r in records)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--movetime", "inf"], "--movetime"), (["--movetime", "1e300"], "--movetime"),
+    (["--movetime", "nan"], "--movetime"), (["--grace", "inf"], "--grace"), (["--grace", "nan"], "--grace"),
+    (["--grace", "-5"], "--grace"), (["--opening-plies", "40"], "--opening-plies"),
+    (["--concurrency", "100000"], "--concurrency"),
+    (["--openings-file", "EMPTY"], "no openings"), (["--openings-file", "UNDECODABLE"], "not UTF-8"),
+    (["--openings-file", "PIPE"], "not a regular file"), (["--openings-file", "FOLDER"], "not a regular file"),
+    (["--pgn", "MISSING/games.pgn"], "does not exist"), (["--pgn", "FOLDER"], "cannot write the games"),
+    (["--journal", "FOLDER"], "not a regular file"), (["--journal", "UNDECODABLE"], "not a match journal"),
+])
+def test_match_arguments_that_make_no_sense_are_one_line(no_tables, tmp_path, capsys, args, message):
+    """Tracebacks for --movetime inf, an empty or undecodable --openings-file
+    and --pgn in a missing folder; hangs for --movetime 1e300 and an openings
+    file that is a pipe; --grace nan or -5 forfeited every game."""
+    (tmp_path / "empty").write_text("# nothing\n\n")
+    (tmp_path / "undecodable").write_bytes(b"1. F b \xff\xfe\n")
+    os.mkfifo(tmp_path / "pipe")
+    places = {"EMPTY": tmp_path / "empty", "UNDECODABLE": tmp_path / "undecodable", "PIPE": tmp_path / "pipe",
+              "FOLDER": tmp_path, "MISSING": tmp_path / "missing"}
+    for word, place in places.items():
+        args = [arg.replace(word, str(place)) for arg in args]
+    assert match.main([tiny(1, no_tables), tiny(1, no_tables), "--games", "2", "--max-plies", "4", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("match: error: ") and message in err[0], err
+
+
+def test_the_examples_name_no_developers_folder():
+    text = open(os.path.join(ROOT, "scripts", "match.py")).read()
+    assert "/work/" not in text and "/home/" not in text

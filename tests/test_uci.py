@@ -93,6 +93,8 @@ def test_a_gui_session_from_the_opening(session):
         assert move in game.legal_moves()
         infos = [line for line in lines if line.startswith("info depth")]
         assert infos and all(" score cp " in line and " nodes " in line and " time " in line for line in infos)
+        # pv on every info depth line (GUIs show each iteration's line), its first move legal
+        assert all(line.split()[line.split().index("pv") + 1][0] in game.legal_moves() for line in infos)
         assert "pv" in infos[-1].split() and infos[-1].split()[-1].startswith(move)
         game.play(move)
         if ponder is not None:
@@ -226,7 +228,9 @@ def test_go_limits_follow_the_side_to_moves_clock():
     assert uci.parse_go(["btime", "1000", "movestogo", "1"], "N").time == pytest.approx(0.5 * (1 - uci.RESPONSE_MARGIN))
     assert uci.parse_go(["infinite"], "S") == uci.Limits(infinite=True)
     assert uci.parse_go(["depth", "7"], "S") == uci.Limits(depth=7)
-    assert uci.parse_go([], "S").time == uci.DEFAULT_MOVE_SECONDS
+    # A bare go is `go movetime 3000`: its bestmove comes within the documented 3 s.
+    assert uci.parse_go([], "S") == uci.parse_go(["movetime", "3000"], "S")
+    assert uci.parse_go([], "S").time == uci.DEFAULT_MOVE_SECONDS - uci.RESPONSE_MARGIN
     logged = []
     assert uci.parse_go(["movetime", "soon", "depth", "3", "sideways"], "S", logged.append) == uci.Limits(depth=3)
     assert len(logged) == 2
@@ -277,3 +281,144 @@ def test_threads_and_hash_change_the_searcher_in_place(table_dir):
     engine.handle("isready")
     assert engine.searcher is not first and engine.searcher.threads == 1
     assert "bestmove" in engine.output.getvalue()
+
+
+# Lines no GUI should send, which must not end the engine ------------------------
+
+
+def raw_session(data, directory, encoding="utf-8:strict"):
+    """`python -m solver uci` fed the bytes `data`; (status, stdout, stderr) as text."""
+    environment = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   "PYTHONIOENCODING": encoding}
+    done = subprocess.run([sys.executable, "-m", "solver", "uci", "--dir", directory], input=data,
+                          capture_output=True, timeout=PATIENCE, env=environment)
+    return done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+
+
+def test_invalid_utf8_and_a_huge_house_are_ignored_under_a_strict_locale(tmp_path):
+    """A desktop UTF-8 locale decodes standard input strictly: a GUI's stray
+    byte ended the engine with a traceback, as did `position fen` with a
+    5,000-digit house (int() refuses that many digits). Both are logged and
+    ignored, and the position before them stays in force."""
+    huge = "9" * 5000
+    data = b"".join([
+        b"uci\n",
+        b"position startpos moves F\n",  # North to move: its moves are a..f
+        b"isready \xff\xfe\xc3(\n",
+        b"position fen 1-2-\xff\n",
+        f"position fen {huge}-0-0-0-0-0-0-0-0-0-0-1-0-0-S\n".encode(),
+        f"position fen 0-0-0-0-0-1/1-0-0-0-0-{huge} S 0:0\n".encode(),
+        b"setoption name Tables value a\x00b\n",
+        b"go depth 2\n",
+    ])
+    status, out, err = raw_session(data, str(tmp_path))
+    assert status == 0 and "Traceback" not in err, err
+    assert "uciok" in out.splitlines()
+    move = out.split("bestmove ")[-1].split()[0]
+    assert move in Position.initial().play("F").legal_moves()  # the position before the bad ones
+    ignored = [line for line in err.splitlines() if "ignored" in line]
+    assert len(ignored) == 4 and "readyok" in out.splitlines(), err  # isready with stray bytes is isready
+    assert any("at most 48 seeds" in line for line in ignored)
+
+
+def test_a_line_longer_than_the_limit_is_skipped_and_the_next_followed(tmp_path, monkeypatch):
+    monkeypatch.setattr(uci, "MAX_LINE_BYTES", 64)
+    out, log = io.StringIO(), io.StringIO()
+    data = b"position startpos moves " + b"Fb" * 100 + b"\nuci\n"
+    assert uci.UciEngine(io.BytesIO(data), out, log, str(tmp_path)).run() == 0
+    assert out.getvalue().splitlines()[-1] == "uciok"
+    assert "more than 64 bytes" in log.getvalue()
+
+
+def test_a_defect_in_a_command_is_logged_not_fatal(tmp_path, monkeypatch):
+    engine = uci.UciEngine(io.BytesIO(b"uci\nisready\n"), io.StringIO(), io.StringIO(), str(tmp_path))
+
+    def broken(self, arguments):
+        raise KeyError("a defect")
+
+    monkeypatch.setitem(uci.UciEngine._COMMANDS, "uci", broken)
+    monkeypatch.setattr(uci.UciEngine, "_ensure_searcher", lambda self: 1 / 0)
+    assert engine.run() == 0
+    assert engine.output.getvalue().splitlines() == ["readyok"]
+    assert "KeyError" in engine.log_stream.getvalue() and "ZeroDivisionError" in engine.log_stream.getvalue()
+
+
+def test_uci_answers_without_loading_the_kernels(tmp_path):
+    """`uci` is answered before numba is imported: a GUI waits for uciok a
+    short time (0.2 s in issue 37), while loading the kernels takes longer."""
+    code = ("import io, sys; from solver import uci; out = io.StringIO(); "
+            "uci.UciEngine(io.BytesIO(b'uci\\n'), out, io.StringIO(), sys.argv[1]).run(); "
+            "assert out.getvalue().splitlines()[-1] == 'uciok'; "
+            "print(sorted(m for m in ('numba', 'h5py', 'solver.position', 'solver.tables') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          timeout=PATIENCE, env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_evaluation_file_option_takes_only_a_weights_file(tmp_path):
+    from solver.evaluation import default_weights_path, load_weights
+
+    weights = tmp_path / "weights.json"
+    data = open(default_weights_path()).read()
+    weights.write_text(data.replace("-2.50558", "-2.0"))
+    absurd = tmp_path / "absurd.json"
+    absurd.write_text(data.replace("-2.50558", "1e19"))
+    os.mkfifo(tmp_path / "pipe")
+    engine = uci.UciEngine(io.BytesIO(b""), io.StringIO(), io.StringIO(), str(tmp_path))
+    for value in ("", str(tmp_path / "pipe"), str(absurd), "/dev/zero", str(tmp_path / "missing.json")):
+        engine.handle(f"setoption name EvaluationFile value {value}")
+    engine.handle("isready")
+    assert engine.searcher.weights.tolist() == load_weights().tolist()  # every one refused
+    assert engine.log_stream.getvalue().count("ignored") == 5
+    engine.handle(f"setoption name EvaluationFile value {weights}")
+    engine.handle("isready")
+    assert engine.searcher.weights[0] == -2.0
+    engine.handle(f"setoption name EvaluationFile value {uci.SHIPPED_WEIGHTS}")
+    engine.handle("isready")
+    assert engine.searcher.weights.tolist() == load_weights().tolist()
+    assert "option name EvaluationFile type string default <shipped>" in uci.UciEngine(
+        io.BytesIO(b""), io.StringIO(), io.StringIO(), str(tmp_path))._option_lines()
+
+
+def test_awele_compile_makes_the_kernels_and_leaves_nothing(tmp_path, monkeypatch):
+    """`awele compile` (issue 37: a way to compile the kernels ahead of the
+    first isready): each step timed, its temporary tables removed."""
+    import json
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from solver.cli import cli
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = CliRunner().invoke(cli, ["compile", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data["steps"]) == {"the builder", "the table readers", "the search", "the fit's playouts"}
+    assert all(seconds >= 0 for seconds in data["steps"].values()) and data["seconds"] >= 0
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_damaged_layer_is_named_once_and_its_positions_searched(table_dir, monkeypatch):
+    """A layer that fails its checks gave the first legal move with no search
+    ("search failed: CorruptTableError"). The engine names it once and
+    searches the position instead."""
+    from solver.errors import CorruptTableError
+
+    def damaged(tablebase, game, deadline=None):
+        raise CorruptTableError(f"{table_dir}/awele-11.h5 is damaged: chunk 0 fails its CRC-32")
+
+    monkeypatch.setattr(uci, "table_answer", damaged)
+    position = Position.from_string("0-1-2-0-3-1/2-0-1-0-0-1 N 18:19")  # 11 seeds
+    engine = uci.UciEngine(io.BytesIO(b""), io.StringIO(), io.StringIO(), table_dir)
+    for _ in range(2):
+        engine.handle(f"position fen {uci.diagram(position)}")
+        engine.handle("go depth 3")
+        engine._thinking.join(PATIENCE)  # a liveness bound
+    said, logged = engine.output.getvalue().splitlines(), engine.log_stream.getvalue().splitlines()
+    moves = [line.split()[1] for line in said if line.startswith("bestmove")]
+    assert len(moves) == 2 and all(move in position.legal_moves() for move in moves)
+    assert sum(line.startswith("info string value") for line in said) == 2, said  # answered by the Searcher
+    assert len([line for line in logged if "awele-11.h5" in line]) == 1, logged
+    assert not any("search failed" in line for line in logged)

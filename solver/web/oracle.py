@@ -122,13 +122,18 @@ def search_report(searcher: Searcher, game: Game, time: float, cycles: str = "ow
     when `move_values`, every legal move's value: half of `time` for the
     position and half shared by the moves, as `awele best` does."""
     position_time = time / 2 if move_values else time
+    if not position_time > 0:
+        # The smallest float (5e-324) has no half: each gets all of it, too
+        # short for a ply either way (a legal move and no value), rather than
+        # a search refused for a time of 0.0 that the client never sent.
+        position_time = time
     result = searcher.search(game, time=position_time, cycles=cycles)
     data = result.as_dict()
     predicted = None if result.value is None else Outcome.predicted(result.position, result.value)
     data.update({"to_move": result.position.to_move, "seeds": result.position.seeds, "time": time,
                  "predicted_result": None if predicted is None else predicted.scores(),
                  "outcome": None if predicted is None else predicted.winner,
-                 "moves": searched_moves(searcher, game, time / 2, cycles) if move_values else None})
+                 "moves": searched_moves(searcher, game, position_time, cycles) if move_values else None})
     return data
 
 

@@ -1,0 +1,20 @@
+"""scripts/hostile.py's groups that need no tables of their own, run as CI runs
+the suite, so that the cases of the hostile passes stay held."""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_the_engine_inputs_group_holds_every_case(tmp_path):
+    """UCI lines no GUI should send, weights files that are no weights, the
+    fit's arguments and output, match specs that make no sense (issue 39)."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "hostile.py"), "--only", "engine inputs"],
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    summary = done.stdout.strip().splitlines()
+    assert done.returncode == 0, "\n".join(line for line in summary if line.startswith(("FAIL", "  FAIL"))) \
+        or done.stdout[-2000:] + done.stderr[-2000:]
+    assert summary[-1].endswith(" 0 failed") and int(summary[-1].split()[0]) >= 50, summary[-1]
