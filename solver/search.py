@@ -56,14 +56,12 @@ explicit graph, and keeps the values it finds for later searches.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import math
 import os
 import queue
 import threading
 import time as _time
-import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -72,15 +70,16 @@ from numba import njit
 
 from . import index
 from .component import SolvedComponents
-from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
+from .errors import GameOverError, MissingTableError, SearchError, TablebaseClosedError, TableError
 from .evaluation import evaluate_and_threat, load_weights
 from .intrinsics import prefetch_row
 from .layers import available_memory, byte_histogram, known_value
 from .limits import DEFAULT_QUIESCENCE, MAX_PLY, MAX_QUIESCENCE
 from .position import HOUSE_LETTERS, Game, Position, as_position
-from .probe import WHOLE_LAYER_LIMIT, Tablebase
+from .probe import Tablebase
 from .report import EndReason, MoveValue, Outcome, Rule, ended_value
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
+from .table_reader import TableReader, default_table_bytes, failing_layer
 
 BOUNDS_TIME_SHARE = 0.25  # of a time limit spent deepening when bounds are asked for (they cost about 3x that)
 MAX_HISTORY = 256  # positions before the root that can repeat
@@ -96,7 +95,6 @@ EVALUATIONS = ("learned", "zero")  # how a horizon leaf is scored
 DEFAULT_HASH_MB = 64
 DEFAULT_COMPONENT_LIMIT = 4_000_000
 DEFAULT_TABLE_BYTES = 256 << 20  # tables the oracle's search process and game analysis' max_tables read at start
-DEFAULT_TABLE_SHARE = 0.25  # of the memory available when the Searcher starts, for tables read in the background
 PROOF_NODES = 2_000_000  # alpha-beta nodes tried before solving a component
 COMPONENT_RATE = 1_000_000  # component positions allowed per second of time limit
 STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
@@ -605,31 +603,11 @@ class SearchResult:
                 f"nodes={self.nodes})")
 
 
-# Background table readers, stopped between two layers when the interpreter
-# exits: a daemon thread caught inside HDF5 while atexit closes its files
-# would hold the exit up (or deadlock on h5py's lock).
-_EXITING = threading.Event()
-_LOADERS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_loaders() -> None:
-    _EXITING.set()
-    for loader in list(_LOADERS):
-        loader.join()
-
-
 def _quiescence(plies: Any) -> int:
     """Plies of captures beyond the horizon, checked."""
     if isinstance(plies, bool) or not isinstance(plies, int) or not 0 <= plies <= MAX_QUIESCENCE:
         raise SearchError(f"quiescence must be an integer 0..{MAX_QUIESCENCE} (plies of captures), got {plies!r}")
     return plies
-
-
-def default_table_bytes() -> int:
-    """Bytes of tables a Searcher reads by default: DEFAULT_TABLE_SHARE of the
-    memory available now."""
-    return int(available_memory() * DEFAULT_TABLE_SHARE)
 
 
 class Searcher:
@@ -646,6 +624,11 @@ class Searcher:
       memory available), read by a background thread so that the first
       search does not wait. A layer becomes visible to the search only once
       read whole and checked; `wait_for_tables()` waits for all of them.
+
+    A layer that cannot be read (damaged, swapped, removed while read) is
+    left out of the search, which goes on without it as if it were not
+    built: `left_out` says which and why, and `log` (default: standard
+    error) is told each once. See solver.table_reader.
 
     A root whose own table exists is answered from it even when that table
     is not in memory, unless it has more than `max_table_seeds` seeds.
@@ -672,6 +655,7 @@ class Searcher:
         weights_file: str | os.PathLike[str] | None = None,
         threads: int | None = None,
         quiescence: int = DEFAULT_QUIESCENCE,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         if evaluation not in EVALUATIONS:
             raise SearchError(f"evaluation must be one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
@@ -691,12 +675,7 @@ class Searcher:
         self._tt_cycles: str | None = None
         self.components = SolvedComponents()
         self._run: _Run | None = None  # the search in progress, which stop() stops
-        self._loader: threading.Thread | None = None
-        self._coming: set[int] = set()  # layers the background reader is to read
-        # {layer: the error}: damaged or swapped layers the search does without
-        self.left_out: dict[int, Exception] = {}
-        self.table_budget: int | None = None  # bytes of tables to read, when chosen by bytes
-        self._load_tables(max_table_seeds, table_bytes)
+        self.tables = TableReader(tablebase, max_table_seeds, table_bytes, log)
         self._warm_up()
 
     def configure(self, threads: int | None = None, hash_mb: float | None = None,
@@ -748,68 +727,19 @@ class Searcher:
 
     # Tables ----------------------------------------------------------------------
 
-    def _load_tables(self, max_table_seeds, table_bytes):
-        built = sorted(self.tablebase.layers())
-        if max_table_seeds is not None:
-            for n in built:
-                if n <= max_table_seeds:
-                    self._load(n)
-            return
-        background = table_bytes is None
-        self.table_budget = default_table_bytes() if background else table_bytes
-        wanted, used = [], 0
-        for n in built:
-            used += index.layer_size(n)
-            if used > self.table_budget:
-                break
-            wanted.append(n)
-        if not background or not wanted:
-            for n in wanted:
-                self._load(n)
-            return
-        # The first load sizes the store for every built layer; the rest then
-        # only fill their slots, so a kernel reading the store while the next
-        # layer arrives sees each layer absent or whole (its `loaded` flag is
-        # set after its values are in and checked).
-        self._load(wanted[0])
-        self._coming = set(wanted[1:])
-        self._loader = threading.Thread(target=self._load_in_background, args=(wanted[1:],),
-                                        name="awele-tables", daemon=True)
-        _LOADERS.add(self._loader)
-        self._loader.start()
+    @property
+    def left_out(self) -> dict[int, Exception]:
+        """{layer: the error}: damaged, swapped or vanished layers the search does without."""
+        return self.tables.left_out
 
-    def _load_in_background(self, layers):
-        for n in layers:
-            if _EXITING.is_set():
-                return  # the interpreter is exiting: no new layer read (HDF5 is being closed)
-            self._load(n)
-
-    def _load(self, seeds):
-        """Read layer `seeds` for the search; a damaged or swapped file is left
-        out (the search does without it, as if it were not built) and said in
-        `left_out`."""
-        try:
-            self.tablebase.load(seeds)
-        except (CorruptTableError, TableMismatchError, OSError) as error:
-            self.left_out[seeds] = error
-
-    def _wait_for_layers(self, layers: Iterable[int], deadline: float | None) -> None:
-        """Wait (until `deadline`) while the background reader is still to read
-        one of `layers` that is built: a component's captures must land in
-        loaded tables. The reader goes smallest first, so this is seldom long."""
-        built = set(self.tablebase.layers())
-        needed = [n for n in layers if n in built and n not in self.left_out]
-        while (self._loader is not None and self._loader.is_alive()
-               and any(not self.tablebase.is_loaded(n) for n in needed)
-               and (deadline is None or _time.perf_counter() < deadline)):
-            self._loader.join(0.01)
+    @property
+    def table_budget(self) -> int | None:
+        """Bytes of tables read, when chosen by bytes (None: by seeds)."""
+        return self.tables.budget
 
     def wait_for_tables(self, timeout: float | None = None) -> bool:
         """Wait until the tables read in the background are in memory; True when they are."""
-        if self._loader is not None:
-            self._loader.join(timeout)
-            return not self._loader.is_alive()
-        return True
+        return self.tables.wait(timeout)
 
     @property
     def table_layers(self) -> list[int]:
@@ -906,11 +836,25 @@ class Searcher:
         return values
 
     def _table_value(self, position):
-        """d of `position` from the tables (the tables' convention), or None when a layer is missing."""
+        """d of `position` from the tables (the tables' convention), or None
+        when a layer it needs is missing or left out (a damaged one is left
+        out here)."""
+        if not self._tables_usable(position):
+            return None
         try:
             return self.tablebase.value(position)
         except MissingTableError:
             return None
+        except TablebaseClosedError:
+            raise
+        except (TableError, OSError) as error:
+            self._leave_out(error, position.seeds)
+            return None
+
+    def _leave_out(self, error, seeds):
+        """Do without the layer a table error names (else layer `seeds`) from now on."""
+        named = failing_layer(error)
+        self.tables.leave_out(seeds if named is None else named, error)
 
     def search(self, position: Position | Game | str, depth: int | None = None, time: float | None = None,
                nodes: int | None = None, cycles: str = "own", history: list | None = None, bounds: bool = False,
@@ -965,6 +909,10 @@ class Searcher:
                 return self._from_tables(position, result, started, history, game, end)
             except MissingTableError:
                 pass  # a child layer of a position outside the index is missing: search
+            except TablebaseClosedError:
+                raise
+            except (TableError, OSError) as error:
+                self._leave_out(error, position.seeds)  # a layer it needs is damaged: search without it
         run = _Run(self, position, history, cycles, result, progress, started, threads, end)
         self._run = run
         try:
@@ -987,15 +935,27 @@ class Searcher:
     def _answers_from_tables(self, position, wait_until=None):
         """Whether the root's own table answers it (read from the file when too
         large to hold). Within a time limit (`wait_until` given), only when
-        tables_answer_in_time(seeds, wait_until)."""
+        tables_answer_in_time(seeds, wait_until). Never when the root's layer,
+        or a layer one of its captures leads to, is left out."""
         seeds = position.seeds
-        if wait_until is not None and not self.tables_answer_in_time(seeds, wait_until):
+        if not (self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds))):
             return False
-        return self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds))
+        if not self._tables_usable(position):
+            return False
+        return wait_until is None or self.tables_answer_in_time(seeds, wait_until)
+
+    def _tables_usable(self, position):
+        """Whether neither the position's layer nor one its captures lead to is left out."""
+        if not self.left_out:
+            return True
+        if position.seeds in self.left_out:
+            return False
+        return not any(captured and child.seeds in self.left_out
+                       for child, captured in map(position.play_capture, position.legal_moves()))
 
     def reading_tables(self) -> bool:
         """Whether the background reader is still reading layers into memory."""
-        return self._loader is not None and self._loader.is_alive()
+        return self.tables.reading()
 
     def tables_answer_in_time(self, seeds: int, deadline: float) -> bool:
         """Whether a root of `seeds` seeds can be answered from the tables within
@@ -1004,11 +964,7 @@ class Searcher:
         smallest first, would soon), or the reader brings it in by `deadline`
         (time.perf_counter(), waited for). Otherwise probes of its file would
         wait for HDF5, which the reader holds through each of its reads."""
-        if self.tablebase.is_loaded(seeds) or not self.reading_tables() or index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
-            return True
-        if seeds in self._coming:
-            self._wait_for_layers([seeds], deadline)
-        return self.tablebase.is_loaded(seeds)
+        return self.tables.in_time(seeds, deadline)
 
     def _component_phase(self, run, position, max_depth, node_budget, deadline):
         """Most values are proven by alpha-beta in a few nodes; a value that rests
@@ -1021,7 +977,7 @@ class Searcher:
         run.deepen(max_depth, proof_nodes, first_deadline)
         if result.exact:
             return
-        self._wait_for_layers(range(max(0, position.seeds - 15), position.seeds - 1), deadline)
+        self.tables.wait_for(range(max(0, position.seeds - 15), position.seeds - 1), deadline)
         limit = self.component_limit
         if deadline is not None:
             limit = min(limit, max(10_000, int((deadline - _time.perf_counter()) * COMPONENT_RATE)))
@@ -1275,9 +1231,9 @@ class _Run:
     def _deepen(self, max_depth, node_budget, deadline):
         result = self.result
         spent: list[float] = []  # seconds of this deepening's iterations
-        layers_in = self._layers_in()
+        layers_in = self.searcher.tables.layers_in()
         while self.next_depth <= max_depth and self.control[STOP] == 0:
-            if self._layers_in() != layers_in:
+            if self.searcher.tables.layers_in() != layers_in:
                 # Tables arrived from the background reader. Near the root, a
                 # shallow iteration may now prove what the deep ones could not,
                 # and entries stored without them would cut it with estimates:
@@ -1285,8 +1241,8 @@ class _Run:
                 # reaches them: go on deepening (starting over there threw a
                 # move's work away whenever a layer came in, for the first tens
                 # of seconds of a game).
-                arrived = self._layers_in() & ~layers_in
-                layers_in = self._layers_in()
+                arrived = self.searcher.tables.layers_in() & ~layers_in
+                layers_in = self.searcher.tables.layers_in()
                 if arrived >> max(0, self.position.seeds - ARRIVAL_REACH):
                     self.next_depth, spent = 1, []
                     self.searcher.tt[:] = 0
@@ -1331,11 +1287,6 @@ class _Run:
             if self._workers is not None:
                 self._workers.close()
                 self._workers = None
-
-    def _layers_in(self) -> int:
-        """The layers the search's tables hold now, as a bit mask (bit n: layer n)."""
-        loaded = self.searcher.tablebase.store.loaded
-        return sum(1 << n for n in range(loaded.shape[0]) if loaded[n])
 
     def bound(self, horizon, depth):
         """A proven lower (horizon 1) or upper (horizon -1) bound on the root

@@ -18,7 +18,7 @@ from naive_solver import naive_value
 from solver import Position, evaluation, index
 from solver import search as search_module
 from solver.cli import cli
-from solver.errors import GameOverError
+from solver.errors import GameOverError, MissingTableError, TablebaseClosedError
 from solver.position import HOUSE_LETTERS, Game
 from solver.probe import Tablebase
 from solver.search import (
@@ -30,6 +30,7 @@ from solver.search import (
     tt_store,
     tt_unpack,
 )
+from solver.table_reader import TableReader
 
 EVERY_POSITION_LAYERS = (2, 3, 4, 5, 6)
 
@@ -548,13 +549,13 @@ def test_tables_that_arrive_during_a_search_are_used_by_its_next_iterations(tabl
         if children and all(captured and not child.is_over() for child, captured in children):
             cases.append((position, max(captured - tablebase.value(child) for child, captured in children)))
     gate = threading.Event()
-    reader = Searcher._load_in_background
+    reader = TableReader._read_in_background
 
     def held_back(self, layers):
         gate.wait()
         reader(self, layers)
 
-    monkeypatch.setattr(Searcher, "_load_in_background", held_back)
+    monkeypatch.setattr(TableReader, "_read_in_background", held_back)
     monkeypatch.setattr(search_module, "ARRIVAL_REACH", reach)
     for position, value in cases:
         gate.clear()
@@ -715,3 +716,129 @@ def test_a_searcher_loads_every_kernel_its_searches_call_before_the_first(table_
                           timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{}", f"first called during a search (before, after): {done.stdout}"
+
+
+# Layers the search does without
+
+
+def _copy_tables(table_dir, tmp_path):
+    import shutil
+
+    directory = tmp_path / "tables"
+    shutil.copytree(table_dir, directory)
+    return str(directory)
+
+
+def _damage_layer(directory, seeds):
+    import h5py
+
+    from solver import tables
+
+    with h5py.File(tables.table_path(directory, seeds), "r+") as handle:
+        values = handle[tables.DATASET]
+        for rank in range(3, values.shape[0], 10_007):
+            values[rank] = -int(values[rank]) - 1
+
+
+@pytest.fixture
+def held_reader(monkeypatch):
+    """The background reader held back until the returned event is set."""
+    gate = threading.Event()
+    reader = TableReader._read_in_background
+
+    def held_back(self, layers):
+        gate.wait(300)
+        reader(self, layers)
+
+    monkeypatch.setattr(TableReader, "_read_in_background", held_back)
+    return gate
+
+
+@pytest.fixture
+def thread_failures(monkeypatch):
+    """Exceptions that end a thread (each would print a traceback)."""
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    return failures
+
+
+def test_a_layer_removed_or_made_a_pipe_while_read_is_left_out_and_the_rest_is_read(
+        table_dir, tmp_path, held_reader, thread_failures):
+    import os
+
+    from solver import tables
+
+    directory = _copy_tables(table_dir, tmp_path)
+    said = []
+    searcher = Searcher(directory, hash_mb=8, log=said.append)
+    assert searcher.reading_tables() and searcher.table_layers == [0]
+    os.remove(tables.table_path(directory, 5))
+    os.remove(tables.table_path(directory, 8))
+    os.mkfifo(tables.table_path(directory, 8))
+    held_reader.set()
+    assert searcher.wait_for_tables(timeout=300)
+    assert thread_failures == []
+    assert sorted(searcher.left_out) == [5, 8]
+    assert isinstance(searcher.left_out[5], MissingTableError)
+    assert searcher.table_layers == [n for n in range(13) if n not in (5, 8)]
+    assert len(said) == 2 and "layer 5 " in said[0] and "layer 8 " in said[1]
+
+
+def test_a_tablebase_closed_while_read_leaves_the_layers_above_out_in_one_line(
+        table_dir, held_reader, thread_failures):
+    tablebase = Tablebase(table_dir)
+    said = []
+    searcher = Searcher(tablebase, hash_mb=8, log=said.append)
+    tablebase.close()
+    held_reader.set()
+    assert searcher.wait_for_tables(timeout=300)
+    assert thread_failures == []
+    assert sorted(searcher.left_out) == list(range(1, 13))
+    assert all(isinstance(error, TablebaseClosedError) for error in searcher.left_out.values())
+    assert said == ["the tables were closed: layers 1..12 are left out of the search"]
+
+
+def test_a_damaged_layer_is_searched_without_and_named_once(table_dir, tmp_path):
+    """A root in a damaged layer, or one whose captures lead into it, is
+    searched (not answered with the first move and an error); every move of
+    it gets a value; the layer is named once however often it is met."""
+    directory = _copy_tables(table_dir, tmp_path)
+    _damage_layer(directory, 9)
+    said = []
+    searcher = Searcher(directory, max_table_seeds=12, hash_mb=8, threads=1, log=said.append)
+    assert list(searcher.left_out) == [9] and searcher.table_layers == [n for n in range(13) if n != 9]
+    with Tablebase(table_dir) as good:
+        rng = random.Random(4)
+        for seeds in (9, 9, 11, 12):
+            position = random_position(seeds, rng)
+            while position.is_over() or (seeds > 9 and not any(
+                    captured and child.seeds == 9 for child, captured in map(position.play_capture,
+                                                                            position.legal_moves()))):
+                position = random_position(seeds, rng)
+            result = searcher.search(position, depth=4)
+            assert result.source == "search" and result.depth >= 1 and result.move in position.legal_moves()
+            values = searcher.move_values(position, depth=3)
+            assert all(value.value is not None for value in values)
+            if seeds == 9:  # its captures land in the tables: its component is solved
+                exact = searcher.search(position, cycles="split", time=60)
+                assert exact.exact and exact.value == good.value(position)
+    assert len(said) == 1 and "layer 9 " in said[0]
+
+
+def test_a_damaged_layer_read_a_chunk_at_a_time_is_left_out_when_met(table_dir, tmp_path, monkeypatch):
+    """A layer too large to be read for the search is probed from its file:
+    damage found there leaves it out, named once, and the root is searched."""
+    import solver.probe as probe_module
+
+    directory = _copy_tables(table_dir, tmp_path)
+    _damage_layer(directory, 12)
+    monkeypatch.setattr(probe_module, "WHOLE_LAYER_LIMIT", 1000)
+    said = []
+    below = sum(index.layer_size(n) for n in range(12))
+    searcher = Searcher(directory, table_bytes=below, hash_mb=8, threads=1, log=said.append)
+    assert searcher.left_out == {} and searcher.table_layers == list(range(12))
+    position = random_position(12, random.Random(5))
+    for _ in range(3):
+        result = searcher.search(position, time=0.2)
+        assert result.source == "search" and result.move in position.legal_moves()
+    assert list(searcher.left_out) == [12] and len(said) == 1
