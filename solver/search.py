@@ -659,6 +659,11 @@ class Searcher:
     ) -> None:
         if evaluation not in EVALUATIONS:
             raise SearchError(f"evaluation must be one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
+        max_table_seeds = _whole_number("max_table_seeds", max_table_seeds, -1, index.MAX_SEEDS)  # -1: none
+        table_bytes = _whole_number("table_bytes", table_bytes, 0)
+        component_limit = _whole_number("component_limit", component_limit, 0, none=False)
+        if log is not None and not callable(log):
+            raise SearchError(f"log must be a function of one line or None, got {type(log).__name__}")
         self.evaluation = evaluation
         self.quiescence = _quiescence(quiescence)
         self.weights = load_weights(weights_file) if evaluation == "learned" else np.zeros(0)
@@ -884,6 +889,7 @@ class Searcher:
         progress(depth, value, exact, nodes so far, seconds so far).
         """
         _check_limits(depth, time, nodes, cycles)
+        history = _checked_history(history)
         threads = 1 if nodes is not None else (self.threads if threads is None else _thread_count(threads))
         game = None
         if isinstance(position, Game):
@@ -1520,8 +1526,30 @@ def _check_limits(depth, time, nodes, cycles):
         raise SearchError(f"depth must be 1..{MAX_PLY}, got {depth}")
     if time is not None and not time > 0:
         raise SearchError(f"time must be positive, got {time}")
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer))):
+        raise SearchError(f"nodes must be an integer, got {nodes!r}")
     if nodes is not None and not nodes > 0:
         raise SearchError(f"nodes must be positive, got {nodes}")
+
+
+def _checked_history(history):
+    """The positions played before the root, oldest first, as a list of Positions."""
+    if history is None:
+        return None
+    if isinstance(history, (str, bytes)) or not isinstance(history, Iterable):
+        raise SearchError(f"history must be a list of positions (oldest first), got {type(history).__name__}")
+    return [as_position(earlier) for earlier in history]
+
+
+def _whole_number(name, value, low, high=None, none=True):
+    """`value` checked to be an integer in low..high (None allowed when `none`)."""
+    if value is None and none:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+            or value < low or (high is not None and value > high)):
+        wanted = f"an integer {low}..{high}" if high is not None else f"an integer {low} or more"
+        raise SearchError(f"{name} must be {wanted}{' or None' if none else ''}, got {value!r}"[:200])
+    return int(value)
 
 
 def _fill_history(path_mover, path_opponent, history, position):
