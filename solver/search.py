@@ -100,7 +100,10 @@ COMPONENT_RATE = 1_000_000  # component positions allowed per second of time lim
 STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
 STOP = 0  # control[STOP] != 0: every kernel of the search returns at its next check
 MAX_GROWTH = 4.0  # most an iteration is predicted to grow over the last (their ratio is noisy when short)
-STOP_MARGIN, STOP_MARGIN_SHARE = 0.010, 0.02  # the stop flag is set this much before the end (seconds, share)
+# The stop flag is set this much before the end (seconds, share of the time): the
+# timer thread wakes late on a busy machine (7-19 ms at 0.2 s on a loaded 2-core one),
+# and the search then still returns its result.
+STOP_MARGIN, STOP_MARGIN_SHARE = 0.015, 0.05
 # control[STOP]: the search is over; this deepening's deadline passed
 STOPPED, EXPIRED = 1, 2
 UNLIMITED = 1 << 62  # a node budget that is no limit
@@ -237,7 +240,10 @@ def _search(
     started at its node only when `repeat` is that node's ply or later).
 
     It stops (aborted) after `max_nodes` nodes or when control[STOP] is
-    set, which it reads every STOP_CHECK nodes; it holds no GIL, so threads
+    set, which it reads every STOP_CHECK nodes: its score is then the best
+    of path[top]'s moves searched to the end, with its line in pv[top] (a
+    pv_length[top] cleared before the call stays 0 when none was, and the
+    score is 0); it holds no GIL, so threads
     run it side by side on one shared `tt`. A search stopped after it
     entered path[top] and generated its moves leaves them in `top_moves`
     (ROW + 1 by 4 words), in the order it searches them: row k holds the
@@ -315,7 +321,11 @@ def _search(
                         top_moves[k, 1] = caps[top, k]
                         top_moves[k, 2] = child_mover[top, k]
                         top_moves[k, 3] = child_opponent[top, k]
-                return 0, False, nodes, True, False, NO_REPETITION
+                # Aborted. The score is the best of path[top]'s moves searched
+                # to the end (0 when none was): what a search that ran out of
+                # time in this iteration knows.
+                partial = best[top] if ply > top and best_move[top] != NO_MOVE else 0
+                return partial, False, nodes, True, False, NO_REPETITION
             nodes += 1
             mover = path_mover[ply]
             opponent = path_opponent[ply]
@@ -524,7 +534,9 @@ class SearchResult:
 
     move: the best move's letter (None when the game is over); value: d for
     the side to move, exact when `exact`, else the estimate of the deepest
-    finished iteration (leaves beyond it estimated); depth:
+    finished iteration (leaves beyond it estimated), or, when `cut_short`,
+    of the best root move of the next iteration that the time limit cut
+    short once it had searched at least one root move to the end; depth:
     plies of the deepest finished iteration (0 when answered from the
     tables); lower, upper: proven bounds on the value (both equal to it
     when exact; None unless exact or asked for with bounds=True); nodes
@@ -557,6 +569,7 @@ class SearchResult:
         self.component_positions = 0
         self.lower: int | None = None  # proven bounds on the value (equal to it when exact)
         self.upper: int | None = None
+        self.cut_short = False  # move and value come from an iteration deeper than `depth` that the time cut short
 
     @property
     def line(self) -> list[str]:
@@ -583,6 +596,7 @@ class SearchResult:
             "lower": self.lower,
             "upper": self.upper,
             "depth": self.depth,
+            "cut_short": self.cut_short,
             "nodes": self.nodes,
             "seconds": round(self.seconds, 6),
             "nps": round(self.nps),
@@ -1226,7 +1240,7 @@ class _Run:
             soft.start()
         try:
             with self._split_threads():
-                self._deepen(max_depth, node_budget, deadline)
+                self._deepen(max_depth, node_budget, deadline, soft is None)
         finally:
             if soft is not None:
                 soft.cancel()
@@ -1234,7 +1248,15 @@ class _Run:
                 if self.control[STOP] == EXPIRED:
                     self.control[STOP] = 0
 
-    def _deepen(self, max_depth, node_budget, deadline):
+    def _deepen(self, max_depth, node_budget, deadline, to_the_end):
+        """The iterations of deepen(). `to_the_end`: the deadline is the
+        search's own end, which stops the kernels: an iteration is then
+        started even when the last two predict it cannot finish, and one cut
+        short by the end gives the move it found best among the root's moves
+        searched to the end (the first is the last iteration's best move, so
+        that is a deeper look at it at least). Otherwise (a deadline before
+        the end, after which more work follows) no iteration starts that is
+        predicted to overrun it."""
         result = self.result
         spent: list[float] = []  # seconds of this deepening's iterations
         layers_in = self.searcher.tables.layers_in()
@@ -1257,14 +1279,17 @@ class _Run:
                 break
             if deadline is not None:
                 now = _time.perf_counter()
-                if now >= deadline or (len(spent) >= 2 and now + _predicted(spent) > deadline):
+                if now >= deadline or (not to_the_end and len(spent) >= 2 and now + _predicted(spent) > deadline):
                     break
             iteration = self.next_depth
             tick = _time.perf_counter()
+            self.pv_length[self.root] = 0
             score, proven, used, aborted, on_split = self.iterate(iteration, budget if node_budget < UNLIMITED
                                                                   else UNLIMITED)
             result.nodes += int(used)
             if aborted:
+                if to_the_end and self.control[STOP] == STOPPED and self.pv_length[self.root] > 0:
+                    self._cut_short(int(score))
                 break
             seconds = _time.perf_counter() - tick
             spent.append(seconds)
@@ -1281,6 +1306,16 @@ class _Run:
                 self.progress(iteration, int(score), bool(proven), result.nodes, _time.perf_counter() - self.started)
             if proven:
                 break
+
+    def _cut_short(self, score):
+        """Take the best root move of an iteration the search's end cut short
+        (its value an estimate at that depth; `depth` stays the deepest
+        finished iteration's)."""
+        result = self.result
+        result.value, result.exact = score, False
+        self.houses = [int(h) for h in self.pv[self.root, : self.pv_length[self.root]]]
+        result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]
+        result.cut_short = True
 
     @contextlib.contextmanager
     def _split_threads(self):
@@ -1439,8 +1474,8 @@ class _SplitNode:
         """(score, proven, aborted, on_split, repeat) of the node, stored in
         the transposition table as the kernel stores it."""
         run, ply = self.run, self.ply
-        if self.aborted:
-            return 0, False, True, False, NO_REPETITION
+        if self.aborted:  # the best of the moves searched to the end, as the kernel gives it
+            return self.best if self.best_move != NO_MOVE else 0, False, True, False, NO_REPETITION
         if self.repeat >= ply:
             searcher = run.searcher
             bound = LOWER if self.cut else (EXACT if self.best > self.window[0] else UPPER)

@@ -842,3 +842,43 @@ def test_a_damaged_layer_read_a_chunk_at_a_time_is_left_out_when_met(table_dir, 
         result = searcher.search(position, time=0.2)
         assert result.source == "search" and result.move in position.legal_moves()
     assert list(searcher.left_out) == [12] and len(said) == 1
+
+
+# Time: the unfinished depth
+
+
+def test_a_timed_search_starts_the_depth_it_predicts_not_to_finish(table_dir, monkeypatch):
+    """At a fixed move time the deepening goes on until the end stops it,
+    even when the last two iterations predict the next one cannot finish."""
+    monkeypatch.setattr(search_module, "_predicted", lambda spent: 1e9)
+    searcher = Searcher(table_dir, max_table_seeds=6, hash_mb=8, threads=1)
+    result = searcher.search(Position.initial(), time=0.3)
+    assert result.depth > 2 and not result.exact
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_iteration_cut_short_by_the_end_gives_its_best_move_so_far(table_dir, monkeypatch, threads):
+    """The end arriving in the middle of depth 7 (simulated: a node budget,
+    then the stop flag, as the timer sets it) gives the best of the root
+    moves that depth searched to the end, with its line; `depth` stays 6."""
+    from solver.search import STOP, STOPPED, _Run
+
+    position = Position.from_string("3-5-0-6-4-5/5-4-1-5-5-5 S")
+    full = Searcher(table_dir, max_table_seeds=6, hash_mb=8, threads=1)
+    nodes = dict((d, n) for d, _, _, n, _ in full.search(position, depth=7).iterations)
+    iterate = _Run.iterate
+
+    def stopped_in_depth_7(self, depth, budget=search_module.UNLIMITED, horizon=0):
+        if depth < 7:
+            return iterate(self, depth, budget, horizon)
+        answer = iterate(self, depth, int(nodes[7] * 0.9), horizon)
+        self.control[STOP] = STOPPED
+        return answer
+
+    monkeypatch.setattr(_Run, "iterate", stopped_in_depth_7)
+    searcher = Searcher(table_dir, max_table_seeds=6, hash_mb=8, threads=1)
+    result = searcher.search(position, time=600.0, threads=threads)
+    assert result.cut_short and result.depth == 6 and not result.exact
+    assert result.move in position.legal_moves() and result.line[0] == result.move
+    assert -position.seeds <= result.value <= position.seeds
+    assert result.as_dict()["cut_short"] is True
