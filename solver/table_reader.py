@@ -43,6 +43,12 @@ def _stop_readers() -> None:
         thread.join()
 
 
+# Said earlier too, as the interpreter starts to exit: the thread pool a read
+# uses is shut down then (concurrent.futures registers there), and a layer it
+# was reading fails, which is no damage of the layer.
+getattr(threading, "_register_atexit", atexit.register)(_EXITING.set)
+
+
 def default_table_bytes() -> int:
     """Bytes of tables a Searcher reads by default: DEFAULT_TABLE_SHARE of the
     memory available now."""
@@ -123,27 +129,30 @@ class TableReader:
             if _EXITING.is_set():
                 return  # the interpreter is exiting: no new layer read (HDF5 is being closed)
             try:
-                self._read(n)
+                self._read(n, quiet_at_exit=True)
             except TablebaseClosedError as error:
                 for rest in layers[i:]:
                     self.leave_out(rest, error, quiet=True)
                 self.log(f"the tables were closed: layers {n}..{layers[-1]} are left out of the search")
                 return
             except Exception as error:  # never a traceback in this thread: a failure not foreseen is said, and left out
-                self.leave_out(n, error)
+                if not _EXITING.is_set():
+                    self.leave_out(n, error)
             finally:
                 with self._lock:
                     self._coming.discard(n)
 
-    def _read(self, seeds: int) -> None:
+    def _read(self, seeds: int, quiet_at_exit: bool = False) -> None:
         """Read layer `seeds` whole; a file that cannot be (damaged, swapped,
-        vanished, not a file) is left out. TablebaseClosedError goes up."""
+        vanished, not a file) is left out. TablebaseClosedError goes up.
+        `quiet_at_exit`: a read that fails as the interpreter exits is dropped."""
         try:
             self.tablebase.load(seeds)
         except TablebaseClosedError:
             raise
         except (TableError, OSError) as error:
-            self.leave_out(seeds, error)
+            if not (quiet_at_exit and _EXITING.is_set()):
+                self.leave_out(seeds, error)
 
     def leave_out(self, seeds: int, error: Exception, quiet: bool = False) -> None:
         """Do without layer `seeds` from now on (named once, unless `quiet`)."""

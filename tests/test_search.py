@@ -21,6 +21,7 @@ from solver.cli import cli
 from solver.errors import GameOverError, MissingTableError, TablebaseClosedError
 from solver.position import HOUSE_LETTERS, Game
 from solver.probe import Tablebase
+from solver.report import move_rows
 from solver.search import (
     MAX_PLY,
     Searcher,
@@ -882,3 +883,51 @@ def test_an_iteration_cut_short_by_the_end_gives_its_best_move_so_far(table_dir,
     assert result.move in position.legal_moves() and result.line[0] == result.move
     assert -position.seeds <= result.value <= position.seeds
     assert result.as_dict()["cut_short"] is True
+
+
+# One answer above the tables: every move from one root search
+
+
+def _agrees(value, move, moves):
+    """The position's value is its best move's, and its move is marked best."""
+    known = [m for m in moves if m["value"] is not None]
+    best = max(m["value"] for m in known)
+    assert value == best
+    assert [m["move"] for m in moves if m["best"]] == [m["move"] for m in known if m["value"] == best]
+    assert move in [m["move"] for m in moves if m["best"]]
+
+
+@pytest.mark.parametrize("limits", [["--nodes", "30000"], ["--time", "0.5"], ["--depth", "5"]])
+def test_best_above_the_tables_gives_one_answer(table_dir, limits):
+    """`awele best` above the tables: the position's value is its best move's
+    and the move it names is starred (they came from two searches before)."""
+    runner = CliRunner()
+    for moves in ("1. F b 2. D a", "1. A c 2. E b", "1. C f"):
+        result = runner.invoke(cli, ["best", "--moves", moves, "--dir", table_dir, "--json", *limits])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output)
+        assert data["source"] == "search"
+        _agrees(data["value"], data["move"], data["moves"])
+        text = runner.invoke(cli, ["best", "--moves", moves, "--dir", table_dir, *limits]).output
+        named = text.split("best move: ")[1].split()[0]
+        assert f"* {named} " in text
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(8, 11), rng_seed=st.integers(0, 10**6))
+def test_every_move_values_are_the_tables_where_exact(table_dir, tablebase, searchers, seeds, rng_seed):
+    """search_every_move with cycles="split": every move's exact value is the
+    tables' one, the position's value the best of them, its move one of the best."""
+    position = random_position(seeds, random.Random(rng_seed))
+    if position.is_over():
+        return
+    searcher = searchers(seeds - 3)
+    result = searcher.search_every_move(position, cycles="split", nodes=200_000)
+    assert [m.move for m in result.moves] == position.legal_moves()
+    for move in result.moves:
+        child, captured = position.play_capture(move.move)
+        if move.exact and not child.is_over():
+            assert move.value == captured - tablebase.value(child), (str(position), move)
+    _agrees(result.value, result.move, move_rows(result.moves))
+    if all(m.exact for m in result.moves):
+        assert result.exact and result.value == tablebase.value(position)
