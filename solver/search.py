@@ -69,6 +69,7 @@ import numpy as np
 from numba import njit
 
 from . import index
+from .clock import STOP, Clock, margin
 from .component import SolvedComponents
 from .errors import GameOverError, MissingTableError, SearchError, TablebaseClosedError, TableError
 from .evaluation import evaluate_and_threat, load_weights
@@ -98,14 +99,6 @@ DEFAULT_TABLE_BYTES = 256 << 20  # tables the oracle's search process and game a
 PROOF_NODES = 2_000_000  # alpha-beta nodes tried before solving a component
 COMPONENT_RATE = 1_000_000  # component positions allowed per second of time limit
 STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
-STOP = 0  # control[STOP] != 0: every kernel of the search returns at its next check
-MAX_GROWTH = 4.0  # most an iteration is predicted to grow over the last (their ratio is noisy when short)
-# The stop flag is set this much before the end (seconds, share of the time): the
-# timer thread wakes late on a busy machine (7-19 ms at 0.2 s on a loaded 2-core one),
-# and the search then still returns its result.
-STOP_MARGIN, STOP_MARGIN_SHARE = 0.015, 0.05
-# control[STOP]: the search is over; this deepening's deadline passed
-STOPPED, EXPIRED = 1, 2
 UNLIMITED = 1 << 62  # a node budget that is no limit
 # Layers that arrive from the background reader during a search restart its
 # deepening when they hold at least the root's seeds less this many (a line
@@ -1157,7 +1150,7 @@ class Searcher:
         # Choosing a winner's move that makes progress ranks the positions
         # ahead, which can take seconds in a large layer: within a time limit
         # it is given up at the limit (a capture, else a new position, is played).
-        deadline = None if end is None else end - min(STOP_MARGIN, STOP_MARGIN_SHARE * (end - started))
+        deadline = None if end is None else end - margin(started, end)
         first = self.tablebase.line(position, max_plies=1, deadline=deadline)  # a best move that makes progress
         choice = first.moves[0]
         if result.cycles == "own" and game is not None:
@@ -1233,9 +1226,8 @@ class _Run:
     """Iterative deepening of one search: the path, the PV buffers, the result,
     the stop flag and, with more than one thread, the split search.
 
-    Every kernel of the search reads `control`: the time limit (a timer) or
-    stop() sets it to STOPPED for good; a deepening's own earlier deadline
-    sets it to EXPIRED, cleared when that deepening ends.
+    Every kernel of the search reads `control`, the stop flag of its Clock
+    (solver.clock: the time limit, stop(), a deepening's earlier deadline).
 
     Two threads or more split each iteration along its leftmost line (PV
     splitting, Marsland and Popowich): from the root down, every node with
@@ -1271,32 +1263,18 @@ class _Run:
         self.pv, self.pv_length = self.main.pv, self.main.pv_length
         self.next_depth = 1
         self.houses = []  # principal line of the deepest finished iteration (mover-view houses)
-        self.control = np.zeros(1, dtype=np.int64)
-        self.stopped = False  # stop() was called: the search is over
+        self.clock = Clock(started, end)  # the stop flag every kernel reads, and its timers
+        self.control = self.clock.control
         self._workers: _Workers | None = None  # the other threads of a split search
         self._lock = threading.Lock()  # the split nodes' results and the node count
         self._nodes = 0  # nodes of the split iteration in progress, every thread's
-        self.timer = None
         self.end = end
-        if end is not None:
-            # A little early: the threads still have to notice the flag, join
-            # and hand the result back, on a machine that may be busy.
-            margin = min(STOP_MARGIN, STOP_MARGIN_SHARE * (end - started))
-            self.timer = threading.Timer(max(0.0, end - margin - _time.perf_counter()), self.stop)
-            self.timer.daemon = True
-            self.timer.start()
 
     def stop(self):
-        self.stopped = True
-        self.control[STOP] = STOPPED
-
-    def _expire(self):
-        if self.control[STOP] == 0:
-            self.control[STOP] = EXPIRED
+        self.clock.stop()
 
     def close(self):
-        if self.timer is not None:
-            self.timer.cancel()
+        self.clock.close()
 
     def _kernel(self, buffers, top, depth, window, since, budget, horizon):
         """The kernel from path[top] on one thread's _Buffers: (score, proven,
@@ -1360,22 +1338,8 @@ class _Run:
     def deepen(self, max_depth, node_budget, deadline):
         """Iterations next_depth..max_depth until proven, the node budget
         (every thread's nodes) or the deadline, on the search's threads."""
-        soft = None
-        if deadline is not None and (self.end is None or deadline < self.end):
-            # A deadline before the search's end (the first half of a component
-            # search, or the share of deepening when bounds follow).
-            soft = threading.Timer(max(0.0, deadline - _time.perf_counter()), self._expire)
-            soft.daemon = True
-            soft.start()
-        try:
-            with self._split_threads():
-                self._deepen(max_depth, node_budget, deadline, soft is None)
-        finally:
-            if soft is not None:
-                soft.cancel()
-                soft.join()
-                if self.control[STOP] == EXPIRED:
-                    self.control[STOP] = 0
+        with self.clock.until(deadline) as to_the_end, self._split_threads():
+            self._deepen(max_depth, node_budget, deadline, to_the_end)
 
     def _deepen(self, max_depth, node_budget, deadline, to_the_end):
         """The iterations of deepen(). `to_the_end`: the deadline is the
@@ -1389,7 +1353,7 @@ class _Run:
         result = self.result
         spent: list[float] = []  # seconds of this deepening's iterations
         layers_in = self.searcher.tables.layers_in()
-        while self.next_depth <= max_depth and self.control[STOP] == 0:
+        while self.next_depth <= max_depth and self.clock.running():
             if self.searcher.tables.layers_in() != layers_in:
                 # Tables arrived from the background reader. Near the root, a
                 # shallow iteration may now prove what the deep ones could not,
@@ -1406,10 +1370,8 @@ class _Run:
             budget = node_budget - result.nodes
             if budget <= 0:
                 break
-            if deadline is not None:
-                now = _time.perf_counter()
-                if now >= deadline or (not to_the_end and len(spent) >= 2 and now + _predicted(spent) > deadline):
-                    break
+            if not self.clock.starts_another(spent, deadline, to_the_end):
+                break
             iteration = self.next_depth
             tick = _time.perf_counter()
             self.pv_length[self.root] = 0
@@ -1417,7 +1379,7 @@ class _Run:
                                                                   else UNLIMITED)
             result.nodes += int(used)
             if aborted:
-                if to_the_end and self.control[STOP] == STOPPED and self.pv_length[self.root] > 0:
+                if to_the_end and self.clock.ended() and self.pv_length[self.root] > 0:
                     self._cut_short(int(score))
                 break
             seconds = _time.perf_counter() - tick
@@ -1640,14 +1602,6 @@ class _Workers:
             self.jobs.put(None)
         for thread in self.threads:
             thread.join()
-
-
-def _predicted(spent):
-    """Seconds the next iteration should take, from the last two: the last
-    times their ratio (iterations grow by a roughly steady factor)."""
-    last, before = spent[-1], spent[-2]
-    growth = last / before if before > 0 else 1.0
-    return last * min(max(growth, 1.0), MAX_GROWTH)
 
 
 def _table_entries(hash_mb):

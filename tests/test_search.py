@@ -851,7 +851,9 @@ def test_a_damaged_layer_read_a_chunk_at_a_time_is_left_out_when_met(table_dir, 
 def test_a_timed_search_starts_the_depth_it_predicts_not_to_finish(table_dir, monkeypatch):
     """At a fixed move time the deepening goes on until the end stops it,
     even when the last two iterations predict the next one cannot finish."""
-    monkeypatch.setattr(search_module, "_predicted", lambda spent: 1e9)
+    import solver.clock
+
+    monkeypatch.setattr(solver.clock, "predicted", lambda spent: 1e9)
     searcher = Searcher(table_dir, max_table_seeds=6, hash_mb=8, threads=1)
     result = searcher.search(Position.initial(), time=0.3)
     assert result.depth > 2 and not result.exact
@@ -862,7 +864,8 @@ def test_an_iteration_cut_short_by_the_end_gives_its_best_move_so_far(table_dir,
     """The end arriving in the middle of depth 7 (simulated: a node budget,
     then the stop flag, as the timer sets it) gives the best of the root
     moves that depth searched to the end, with its line; `depth` stays 6."""
-    from solver.search import STOP, STOPPED, _Run
+    from solver.clock import STOP, STOPPED
+    from solver.search import _Run
 
     position = Position.from_string("3-5-0-6-4-5/5-4-1-5-5-5 S")
     full = Searcher(table_dir, max_table_seeds=6, hash_mb=8, threads=1)
