@@ -421,8 +421,10 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         positions count for repetitions with cycles=own): the best move, its
         value for the side to move, `exact` when proven (else the estimate of
         the deepest finished depth), the principal line and, with move_values,
-        every legal move's value and whether it is exact. `time` is capped at
-        the server's max_search_time and the time used is returned."""
+        every legal move's value and whether it is exact, from the same search
+        (the position's value is then its best move's, and `move` one of the
+        moves marked best). `time` is capped at the server's max_search_time
+        and the time used is returned."""
         game = await fast(game_of, request)
         refuse_finished(game)
         seconds = min(request.time, max_search_time)
