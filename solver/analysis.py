@@ -14,9 +14,10 @@ captures from there on minus the seeds the opponent captures (RULES.md).
 
 Where the position's layer is in the tables, every value is exact and
 follows the tables' convention (endless play is an even split). Above the
-tables each legal move is searched (``Searcher.move_values``) with a share of
-``time_per_ply`` seconds and the true repetition rule over the game played so
-far; a ply is exact only when every move's search proved its value.
+tables one search of ``time_per_ply`` seconds values every legal move
+(``Searcher.search_every_move``) with the true repetition rule over the game
+played so far, and the position's value is its best move's; a ply is exact
+only when the search proved every move's value.
 
 Marks, from the seeds given away and the predicted result (the mover's
 captures so far plus the value, against the opponent's):
@@ -400,8 +401,9 @@ class _Judge:
             # that here so each move gets its whole share of the time.
             searcher.search(game, depth=1, cycles="own")
             self._warmed = True
-        scores = searcher.move_values(game, time=self.time_per_ply, cycles="own")
-        return "search", "own", max(_known(s) for s in scores), scores
+        searched = searcher.search_every_move(game, time=self.time_per_ply, cycles="own")
+        assert searched.moves is not None, "search_every_move values every move"
+        return "search", "own", max(_known(s) for s in searched.moves), searched.moves
 
     def _from_tables(self, position: Position) -> tuple[int, list[MoveValue]] | None:
         """(value, [MoveValue]) from the tables, or None when they do not reach."""

@@ -885,8 +885,8 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
     """The value of POSITION and of every legal move; the best ones marked.
 
     Above the tables it searches instead, with the same repetition rule and
-    progress lines as `awele search`: half the time for the position, half
-    shared by its moves, and says which values are exact.
+    progress lines as `awele search`: one search values every move (the
+    position's value is its best move's), and says which values are exact.
     """
     pos = parse_position(position, moves)
     if pos.is_over():
@@ -902,14 +902,20 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
         if not tablebase.has_layer(pos.seeds):
             depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
             subject = _parse_game(position, moves)
-            half_time = None if seconds is None else seconds / 2
-            half_nodes = None if nodes is None else max(1, nodes // 2)
 
             def searched():
+                from .search import BOUNDS_TIME_SHARE
+
                 searcher = _searcher(tablebase.directory, max_tables, hash_mb, threads, quiet=as_json)
-                return (searcher.search(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles,
-                                        bounds=bounds, progress=None if as_json else _report_depth),
-                        searcher.move_values(subject, depth=depth, time=half_time, nodes=half_nodes, cycles=cycles))
+                share = None if seconds is None else seconds * (BOUNDS_TIME_SHARE if bounds else 1.0)
+                found = searcher.search_every_move(subject, depth=depth, time=share, nodes=nodes, cycles=cycles,
+                                                   progress=None if as_json else _report_depth)
+                if bounds and not found.exact and found.depth > 0:
+                    # Proven bounds on the position's value, at the depth every move finished.
+                    bounded = searcher.search(subject, depth=found.depth, cycles=cycles, bounds=True)
+                    found.lower, found.upper = bounded.lower, bounded.upper
+                assert found.moves is not None, "search_every_move values every move"
+                return found, found.moves
 
             result, moves_list = _interruptible(searched)
             if as_json:
@@ -918,7 +924,7 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
                 emit_json(data)
                 return
             _echo_search(result)
-            click.echo("every move, searched with a share of the limits:")
+            click.echo("every move, from the same search:")
             _echo_moves(moves_list, show_exact=True)
             return
         game = _game_of(position, moves)

@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit
 
 from . import index, tables
-from .errors import GameOverError, InvalidPositionError, MissingTableError, TablebaseClosedError
+from .errors import GameOverError, InvalidArgumentError, InvalidPositionError, MissingTableError, TablebaseClosedError
 from .layers import LayerStore, value_packed
 from .position import HOUSE_LETTERS, TOTAL_SEEDS, Game, Position, as_position
 from .report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value
@@ -90,7 +90,7 @@ class Tablebase:
     """
 
     def __init__(self, directory: str | os.PathLike | None = None) -> None:
-        self.directory = directory or tables.default_directory()
+        self.directory = _folder(directory)
         self._readers: dict[int, tables.ChunkReader] = {}
         self._store = LayerStore(0)  # the layers read whole, as the builder holds them
         self._lock = threading.RLock()  # loads, the store's growth
@@ -486,6 +486,11 @@ class Tablebase:
         then a capture, else a position not yet met, else the first best
         move), and the line ends after the move being chosen (PLY_LIMIT).
         """
+        if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 0:
+            raise InvalidArgumentError(f"max_plies must be an integer 0 or more, got {max_plies!r}")
+        if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
+                                     or deadline != deadline):
+            raise InvalidArgumentError(f"deadline must be a time.perf_counter() value or None, got {deadline!r}")
         position = as_position(position)
         if position.is_over():
             line = Line(position, None)
@@ -539,6 +544,18 @@ class Tablebase:
             assert result is not None, "the game is over"
             return result
         return Outcome.predicted(position, self.value(position)).totals
+
+
+def _folder(directory):
+    """The tables folder a Tablebase is opened on, as a str (None or "": the default)."""
+    if directory is None or (isinstance(directory, str) and not directory):
+        return tables.default_directory()
+    if isinstance(directory, os.PathLike):
+        directory = os.fspath(directory)
+    if not isinstance(directory, str):
+        raise InvalidArgumentError(f"the tables folder must be a str or an os.PathLike naming it, "
+                                   f"got {type(directory).__name__} {directory!r}"[:200])
+    return directory
 
 
 def _attractor(nodes):

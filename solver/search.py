@@ -56,14 +56,12 @@ explicit graph, and keeps the values it finds for later searches.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import math
 import os
 import queue
 import threading
 import time as _time
-import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -71,16 +69,18 @@ import numpy as np
 from numba import njit
 
 from . import index
+from .clock import STOP, Clock, margin
 from .component import SolvedComponents
-from .errors import CorruptTableError, GameOverError, MissingTableError, SearchError, TableMismatchError
+from .errors import GameOverError, MissingTableError, SearchError, TablebaseClosedError, TableError
 from .evaluation import evaluate_and_threat, load_weights
 from .intrinsics import prefetch_row
 from .layers import available_memory, byte_histogram, known_value
 from .limits import DEFAULT_QUIESCENCE, MAX_PLY, MAX_QUIESCENCE
 from .position import HOUSE_LETTERS, Game, Position, as_position
-from .probe import WHOLE_LAYER_LIMIT, Tablebase
+from .probe import Tablebase
 from .report import EndReason, MoveValue, Outcome, Rule, ended_value
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
+from .table_reader import TableReader, default_table_bytes, failing_layer
 
 BOUNDS_TIME_SHARE = 0.25  # of a time limit spent deepening when bounds are asked for (they cost about 3x that)
 MAX_HISTORY = 256  # positions before the root that can repeat
@@ -96,15 +96,9 @@ EVALUATIONS = ("learned", "zero")  # how a horizon leaf is scored
 DEFAULT_HASH_MB = 64
 DEFAULT_COMPONENT_LIMIT = 4_000_000
 DEFAULT_TABLE_BYTES = 256 << 20  # tables the oracle's search process and game analysis' max_tables read at start
-DEFAULT_TABLE_SHARE = 0.25  # of the memory available when the Searcher starts, for tables read in the background
 PROOF_NODES = 2_000_000  # alpha-beta nodes tried before solving a component
 COMPONENT_RATE = 1_000_000  # component positions allowed per second of time limit
 STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
-STOP = 0  # control[STOP] != 0: every kernel of the search returns at its next check
-MAX_GROWTH = 4.0  # most an iteration is predicted to grow over the last (their ratio is noisy when short)
-STOP_MARGIN, STOP_MARGIN_SHARE = 0.010, 0.02  # the stop flag is set this much before the end (seconds, share)
-# control[STOP]: the search is over; this deepening's deadline passed
-STOPPED, EXPIRED = 1, 2
 UNLIMITED = 1 << 62  # a node budget that is no limit
 # Layers that arrive from the background reader during a search restart its
 # deepening when they hold at least the root's seeds less this many (a line
@@ -239,7 +233,10 @@ def _search(
     started at its node only when `repeat` is that node's ply or later).
 
     It stops (aborted) after `max_nodes` nodes or when control[STOP] is
-    set, which it reads every STOP_CHECK nodes; it holds no GIL, so threads
+    set, which it reads every STOP_CHECK nodes: its score is then the best
+    of path[top]'s moves searched to the end, with its line in pv[top] (a
+    pv_length[top] cleared before the call stays 0 when none was, and the
+    score is 0); it holds no GIL, so threads
     run it side by side on one shared `tt`. A search stopped after it
     entered path[top] and generated its moves leaves them in `top_moves`
     (ROW + 1 by 4 words), in the order it searches them: row k holds the
@@ -317,7 +314,11 @@ def _search(
                         top_moves[k, 1] = caps[top, k]
                         top_moves[k, 2] = child_mover[top, k]
                         top_moves[k, 3] = child_opponent[top, k]
-                return 0, False, nodes, True, False, NO_REPETITION
+                # Aborted. The score is the best of path[top]'s moves searched
+                # to the end (0 when none was): what a search that ran out of
+                # time in this iteration knows.
+                partial = best[top] if ply > top and best_move[top] != NO_MOVE else 0
+                return partial, False, nodes, True, False, NO_REPETITION
             nodes += 1
             mover = path_mover[ply]
             opponent = path_opponent[ply]
@@ -526,7 +527,9 @@ class SearchResult:
 
     move: the best move's letter (None when the game is over); value: d for
     the side to move, exact when `exact`, else the estimate of the deepest
-    finished iteration (leaves beyond it estimated); depth:
+    finished iteration (leaves beyond it estimated), or, when `cut_short`,
+    of the best root move of the next iteration that the time limit cut
+    short once it had searched at least one root move to the end; depth:
     plies of the deepest finished iteration (0 when answered from the
     tables); lower, upper: proven bounds on the value (both equal to it
     when exact; None unless exact or asked for with bounds=True); nodes
@@ -559,6 +562,8 @@ class SearchResult:
         self.component_positions = 0
         self.lower: int | None = None  # proven bounds on the value (equal to it when exact)
         self.upper: int | None = None
+        self.cut_short = False  # move and value come from an iteration deeper than `depth` that the time cut short
+        self.moves: list[MoveValue] | None = None  # every move's value, from search_every_move
 
     @property
     def line(self) -> list[str]:
@@ -585,6 +590,7 @@ class SearchResult:
             "lower": self.lower,
             "upper": self.upper,
             "depth": self.depth,
+            "cut_short": self.cut_short,
             "nodes": self.nodes,
             "seconds": round(self.seconds, 6),
             "nps": round(self.nps),
@@ -605,31 +611,11 @@ class SearchResult:
                 f"nodes={self.nodes})")
 
 
-# Background table readers, stopped between two layers when the interpreter
-# exits: a daemon thread caught inside HDF5 while atexit closes its files
-# would hold the exit up (or deadlock on h5py's lock).
-_EXITING = threading.Event()
-_LOADERS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_loaders() -> None:
-    _EXITING.set()
-    for loader in list(_LOADERS):
-        loader.join()
-
-
 def _quiescence(plies: Any) -> int:
     """Plies of captures beyond the horizon, checked."""
     if isinstance(plies, bool) or not isinstance(plies, int) or not 0 <= plies <= MAX_QUIESCENCE:
         raise SearchError(f"quiescence must be an integer 0..{MAX_QUIESCENCE} (plies of captures), got {plies!r}")
     return plies
-
-
-def default_table_bytes() -> int:
-    """Bytes of tables a Searcher reads by default: DEFAULT_TABLE_SHARE of the
-    memory available now."""
-    return int(available_memory() * DEFAULT_TABLE_SHARE)
 
 
 class Searcher:
@@ -646,6 +632,11 @@ class Searcher:
       memory available), read by a background thread so that the first
       search does not wait. A layer becomes visible to the search only once
       read whole and checked; `wait_for_tables()` waits for all of them.
+
+    A layer that cannot be read (damaged, swapped, removed while read) is
+    left out of the search, which goes on without it as if it were not
+    built: `left_out` says which and why, and `log` (default: standard
+    error) is told each once. See solver.table_reader.
 
     A root whose own table exists is answered from it even when that table
     is not in memory, unless it has more than `max_table_seeds` seeds.
@@ -672,9 +663,15 @@ class Searcher:
         weights_file: str | os.PathLike[str] | None = None,
         threads: int | None = None,
         quiescence: int = DEFAULT_QUIESCENCE,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         if evaluation not in EVALUATIONS:
             raise SearchError(f"evaluation must be one of {', '.join(EVALUATIONS)}, got {evaluation!r}")
+        max_table_seeds = _whole_number("max_table_seeds", max_table_seeds, -1, index.MAX_SEEDS)  # -1: none
+        table_bytes = _whole_number("table_bytes", table_bytes, 0)
+        component_limit = _whole_number("component_limit", component_limit, 0, none=False)
+        if log is not None and not callable(log):
+            raise SearchError(f"log must be a function of one line or None, got {type(log).__name__}")
         self.evaluation = evaluation
         self.quiescence = _quiescence(quiescence)
         self.weights = load_weights(weights_file) if evaluation == "learned" else np.zeros(0)
@@ -691,12 +688,7 @@ class Searcher:
         self._tt_cycles: str | None = None
         self.components = SolvedComponents()
         self._run: _Run | None = None  # the search in progress, which stop() stops
-        self._loader: threading.Thread | None = None
-        self._coming: set[int] = set()  # layers the background reader is to read
-        # {layer: the error}: damaged or swapped layers the search does without
-        self.left_out: dict[int, Exception] = {}
-        self.table_budget: int | None = None  # bytes of tables to read, when chosen by bytes
-        self._load_tables(max_table_seeds, table_bytes)
+        self.tables = TableReader(tablebase, max_table_seeds, table_bytes, log)
         self._warm_up()
 
     def configure(self, threads: int | None = None, hash_mb: float | None = None,
@@ -748,68 +740,19 @@ class Searcher:
 
     # Tables ----------------------------------------------------------------------
 
-    def _load_tables(self, max_table_seeds, table_bytes):
-        built = sorted(self.tablebase.layers())
-        if max_table_seeds is not None:
-            for n in built:
-                if n <= max_table_seeds:
-                    self._load(n)
-            return
-        background = table_bytes is None
-        self.table_budget = default_table_bytes() if background else table_bytes
-        wanted, used = [], 0
-        for n in built:
-            used += index.layer_size(n)
-            if used > self.table_budget:
-                break
-            wanted.append(n)
-        if not background or not wanted:
-            for n in wanted:
-                self._load(n)
-            return
-        # The first load sizes the store for every built layer; the rest then
-        # only fill their slots, so a kernel reading the store while the next
-        # layer arrives sees each layer absent or whole (its `loaded` flag is
-        # set after its values are in and checked).
-        self._load(wanted[0])
-        self._coming = set(wanted[1:])
-        self._loader = threading.Thread(target=self._load_in_background, args=(wanted[1:],),
-                                        name="awele-tables", daemon=True)
-        _LOADERS.add(self._loader)
-        self._loader.start()
+    @property
+    def left_out(self) -> dict[int, Exception]:
+        """{layer: the error}: damaged, swapped or vanished layers the search does without."""
+        return self.tables.left_out
 
-    def _load_in_background(self, layers):
-        for n in layers:
-            if _EXITING.is_set():
-                return  # the interpreter is exiting: no new layer read (HDF5 is being closed)
-            self._load(n)
-
-    def _load(self, seeds):
-        """Read layer `seeds` for the search; a damaged or swapped file is left
-        out (the search does without it, as if it were not built) and said in
-        `left_out`."""
-        try:
-            self.tablebase.load(seeds)
-        except (CorruptTableError, TableMismatchError, OSError) as error:
-            self.left_out[seeds] = error
-
-    def _wait_for_layers(self, layers: Iterable[int], deadline: float | None) -> None:
-        """Wait (until `deadline`) while the background reader is still to read
-        one of `layers` that is built: a component's captures must land in
-        loaded tables. The reader goes smallest first, so this is seldom long."""
-        built = set(self.tablebase.layers())
-        needed = [n for n in layers if n in built and n not in self.left_out]
-        while (self._loader is not None and self._loader.is_alive()
-               and any(not self.tablebase.is_loaded(n) for n in needed)
-               and (deadline is None or _time.perf_counter() < deadline)):
-            self._loader.join(0.01)
+    @property
+    def table_budget(self) -> int | None:
+        """Bytes of tables read, when chosen by bytes (None: by seeds)."""
+        return self.tables.budget
 
     def wait_for_tables(self, timeout: float | None = None) -> bool:
         """Wait until the tables read in the background are in memory; True when they are."""
-        if self._loader is not None:
-            self._loader.join(timeout)
-            return not self._loader.is_alive()
-        return True
+        return self.tables.wait(timeout)
 
     @property
     def table_layers(self) -> list[int]:
@@ -905,12 +848,60 @@ class Searcher:
             values.append(MoveValue.of(current, move, captured, value, exact, rule, repeats, ended))
         return values
 
+    def search_every_move(self, position: Position | Game | str, depth: int | None = None,
+                          time: float | None = None, nodes: int | None = None, cycles: str = "own",
+                          progress: Callable | None = None) -> SearchResult:
+        """One root search that values every legal move (multi-PV): a
+        SearchResult whose `moves` holds each move's MoveValue (sowing
+        order), whose value is the best move's value and whose move is a
+        move of that value. So the position's value, its best move and the
+        moves marked best (report.best_of) always agree.
+
+        A move that ends the game is valued by the end, one whose position
+        the tables hold from them (exact, rule "split"); the others are
+        searched together, depth after depth, each with a full window on
+        the shared transposition table, `depth` plies from the position (the
+        move and depth - 1 after it), until every value is exact or the
+        limits run out; the values are those of the deepest depth every
+        move finished (a move that finished none is searched one ply, so
+        that it has a value unless a node limit is too small for it). A
+        Game's history counts for repetitions under cycles="own". One
+        thread. `progress(depth, value, exact, nodes, seconds)` after each
+        depth.
+        """
+        from .every_move import search_every_move
+
+        return search_every_move(self, position, depth, time, nodes, cycles, progress)
+
+    def _begin(self, cycles):
+        """A search under `cycles` starts: the transposition table is emptied
+        when it holds another convention's entries; move-ordering counts age."""
+        if self._tt_cycles != cycles:
+            if self._tt_cycles is not None:  # (a new table is empty)
+                self.tt[:] = 0
+            self._tt_cycles = cycles
+        self.history //= 2
+
     def _table_value(self, position):
-        """d of `position` from the tables (the tables' convention), or None when a layer is missing."""
+        """d of `position` from the tables (the tables' convention), or None
+        when a layer it needs is missing or left out (a damaged one is left
+        out here)."""
+        if not self._tables_usable(position):
+            return None
         try:
             return self.tablebase.value(position)
         except MissingTableError:
             return None
+        except TablebaseClosedError:
+            raise
+        except (TableError, OSError) as error:
+            self._leave_out(error, position.seeds)
+            return None
+
+    def _leave_out(self, error, seeds):
+        """Do without the layer a table error names (else layer `seeds`) from now on."""
+        named = failing_layer(error)
+        self.tables.leave_out(seeds if named is None else named, error)
 
     def search(self, position: Position | Game | str, depth: int | None = None, time: float | None = None,
                nodes: int | None = None, cycles: str = "own", history: list | None = None, bounds: bool = False,
@@ -941,6 +932,7 @@ class Searcher:
         iteration's principal line as move letters).
         """
         _check_limits(depth, time, nodes, cycles)
+        history = _checked_history(history)
         threads = 1 if nodes is not None else (self.threads if threads is None else _thread_count(threads))
         game = None
         if isinstance(position, Game):
@@ -955,17 +947,17 @@ class Searcher:
         end = None if time is None else started + time
         result = SearchResult(position, cycles)
         result.threads = threads
-        if self._tt_cycles != cycles:
-            if self._tt_cycles is not None:  # (a new table is empty)
-                self.tt[:] = 0
-            self._tt_cycles = cycles
-        self.history //= 2
+        self._begin(cycles)
 
         if self._answers_from_tables(position, None if time is None else started + time / 2):
             try:
                 return self._from_tables(position, result, started, history, game, end)
             except MissingTableError:
                 pass  # a child layer of a position outside the index is missing: search
+            except TablebaseClosedError:
+                raise
+            except (TableError, OSError) as error:
+                self._leave_out(error, position.seeds)  # a layer it needs is damaged: search without it
         run = _Run(self, position, history, cycles, result, progress, started, threads, end)
         self._run = run
         try:
@@ -988,15 +980,27 @@ class Searcher:
     def _answers_from_tables(self, position, wait_until=None):
         """Whether the root's own table answers it (read from the file when too
         large to hold). Within a time limit (`wait_until` given), only when
-        tables_answer_in_time(seeds, wait_until)."""
+        tables_answer_in_time(seeds, wait_until). Never when the root's layer,
+        or a layer one of its captures leads to, is left out."""
         seeds = position.seeds
-        if wait_until is not None and not self.tables_answer_in_time(seeds, wait_until):
+        if not (self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds))):
             return False
-        return self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds))
+        if not self._tables_usable(position):
+            return False
+        return wait_until is None or self.tables_answer_in_time(seeds, wait_until)
+
+    def _tables_usable(self, position):
+        """Whether neither the position's layer nor one its captures lead to is left out."""
+        if not self.left_out:
+            return True
+        if position.seeds in self.left_out:
+            return False
+        return not any(captured and child.seeds in self.left_out
+                       for child, captured in map(position.play_capture, position.legal_moves()))
 
     def reading_tables(self) -> bool:
         """Whether the background reader is still reading layers into memory."""
-        return self._loader is not None and self._loader.is_alive()
+        return self.tables.reading()
 
     def tables_answer_in_time(self, seeds: int, deadline: float) -> bool:
         """Whether a root of `seeds` seeds can be answered from the tables within
@@ -1005,11 +1009,7 @@ class Searcher:
         smallest first, would soon), or the reader brings it in by `deadline`
         (time.perf_counter(), waited for). Otherwise probes of its file would
         wait for HDF5, which the reader holds through each of its reads."""
-        if self.tablebase.is_loaded(seeds) or not self.reading_tables() or index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
-            return True
-        if seeds in self._coming:
-            self._wait_for_layers([seeds], deadline)
-        return self.tablebase.is_loaded(seeds)
+        return self.tables.in_time(seeds, deadline)
 
     def _component_phase(self, run, position, max_depth, node_budget, deadline):
         """Most values are proven by alpha-beta in a few nodes; a value that rests
@@ -1022,7 +1022,7 @@ class Searcher:
         run.deepen(max_depth, proof_nodes, first_deadline)
         if result.exact:
             return
-        self._wait_for_layers(range(max(0, position.seeds - 15), position.seeds - 1), deadline)
+        self.tables.wait_for(range(max(0, position.seeds - 15), position.seeds - 1), deadline)
         limit = self.component_limit
         if deadline is not None:
             limit = min(limit, max(10_000, int((deadline - _time.perf_counter()) * COMPONENT_RATE)))
@@ -1053,7 +1053,7 @@ class Searcher:
         # Choosing a winner's move that makes progress ranks the positions
         # ahead, which can take seconds in a large layer: within a time limit
         # it is given up at the limit (a capture, else a new position, is played).
-        deadline = None if end is None else end - min(STOP_MARGIN, STOP_MARGIN_SHARE * (end - started))
+        deadline = None if end is None else end - margin(started, end)
         first = self.tablebase.line(position, max_plies=1, deadline=deadline)  # a best move that makes progress
         choice = first.moves[0]
         if result.cycles == "own" and game is not None:
@@ -1129,9 +1129,8 @@ class _Run:
     """Iterative deepening of one search: the path, the PV buffers, the result,
     the stop flag and, with more than one thread, the split search.
 
-    Every kernel of the search reads `control`: the time limit (a timer) or
-    stop() sets it to STOPPED for good; a deepening's own earlier deadline
-    sets it to EXPIRED, cleared when that deepening ends.
+    Every kernel of the search reads `control`, the stop flag of its Clock
+    (solver.clock: the time limit, stop(), a deepening's earlier deadline).
 
     Two threads or more split each iteration along its leftmost line (PV
     splitting, Marsland and Popowich): from the root down, every node with
@@ -1167,32 +1166,18 @@ class _Run:
         self.pv, self.pv_length = self.main.pv, self.main.pv_length
         self.next_depth = 1
         self.houses = []  # principal line of the deepest finished iteration (mover-view houses)
-        self.control = np.zeros(1, dtype=np.int64)
-        self.stopped = False  # stop() was called: the search is over
+        self.clock = Clock(started, end)  # the stop flag every kernel reads, and its timers
+        self.control = self.clock.control
         self._workers: _Workers | None = None  # the other threads of a split search
         self._lock = threading.Lock()  # the split nodes' results and the node count
         self._nodes = 0  # nodes of the split iteration in progress, every thread's
-        self.timer = None
         self.end = end
-        if end is not None:
-            # A little early: the threads still have to notice the flag, join
-            # and hand the result back, on a machine that may be busy.
-            margin = min(STOP_MARGIN, STOP_MARGIN_SHARE * (end - started))
-            self.timer = threading.Timer(max(0.0, end - margin - _time.perf_counter()), self.stop)
-            self.timer.daemon = True
-            self.timer.start()
 
     def stop(self):
-        self.stopped = True
-        self.control[STOP] = STOPPED
-
-    def _expire(self):
-        if self.control[STOP] == 0:
-            self.control[STOP] = EXPIRED
+        self.clock.stop()
 
     def close(self):
-        if self.timer is not None:
-            self.timer.cancel()
+        self.clock.close()
 
     def _kernel(self, buffers, top, depth, window, since, budget, horizon):
         """The kernel from path[top] on one thread's _Buffers: (score, proven,
@@ -1256,29 +1241,23 @@ class _Run:
     def deepen(self, max_depth, node_budget, deadline):
         """Iterations next_depth..max_depth until proven, the node budget
         (every thread's nodes) or the deadline, on the search's threads."""
-        soft = None
-        if deadline is not None and (self.end is None or deadline < self.end):
-            # A deadline before the search's end (the first half of a component
-            # search, or the share of deepening when bounds follow).
-            soft = threading.Timer(max(0.0, deadline - _time.perf_counter()), self._expire)
-            soft.daemon = True
-            soft.start()
-        try:
-            with self._split_threads():
-                self._deepen(max_depth, node_budget, deadline)
-        finally:
-            if soft is not None:
-                soft.cancel()
-                soft.join()
-                if self.control[STOP] == EXPIRED:
-                    self.control[STOP] = 0
+        with self.clock.until(deadline) as to_the_end, self._split_threads():
+            self._deepen(max_depth, node_budget, deadline, to_the_end)
 
-    def _deepen(self, max_depth, node_budget, deadline):
+    def _deepen(self, max_depth, node_budget, deadline, to_the_end):
+        """The iterations of deepen(). `to_the_end`: the deadline is the
+        search's own end, which stops the kernels: an iteration is then
+        started even when the last two predict it cannot finish, and one cut
+        short by the end gives the move it found best among the root's moves
+        searched to the end (the first is the last iteration's best move, so
+        that is a deeper look at it at least). Otherwise (a deadline before
+        the end, after which more work follows) no iteration starts that is
+        predicted to overrun it."""
         result = self.result
         spent: list[float] = []  # seconds of this deepening's iterations
-        layers_in = self._layers_in()
-        while self.next_depth <= max_depth and self.control[STOP] == 0:
-            if self._layers_in() != layers_in:
+        layers_in = self.searcher.tables.layers_in()
+        while self.next_depth <= max_depth and self.clock.running():
+            if self.searcher.tables.layers_in() != layers_in:
                 # Tables arrived from the background reader. Near the root, a
                 # shallow iteration may now prove what the deep ones could not,
                 # and entries stored without them would cut it with estimates:
@@ -1286,24 +1265,25 @@ class _Run:
                 # reaches them: go on deepening (starting over there threw a
                 # move's work away whenever a layer came in, for the first tens
                 # of seconds of a game).
-                arrived = self._layers_in() & ~layers_in
-                layers_in = self._layers_in()
+                arrived = self.searcher.tables.layers_in() & ~layers_in
+                layers_in = self.searcher.tables.layers_in()
                 if arrived >> max(0, self.position.seeds - ARRIVAL_REACH):
                     self.next_depth, spent = 1, []
                     self.searcher.tt[:] = 0
             budget = node_budget - result.nodes
             if budget <= 0:
                 break
-            if deadline is not None:
-                now = _time.perf_counter()
-                if now >= deadline or (len(spent) >= 2 and now + _predicted(spent) > deadline):
-                    break
+            if not self.clock.starts_another(spent, deadline, to_the_end):
+                break
             iteration = self.next_depth
             tick = _time.perf_counter()
+            self.pv_length[self.root] = 0
             score, proven, used, aborted, on_split = self.iterate(iteration, budget if node_budget < UNLIMITED
                                                                   else UNLIMITED)
             result.nodes += int(used)
             if aborted:
+                if to_the_end and self.clock.ended() and self.pv_length[self.root] > 0:
+                    self._cut_short(int(score))
                 break
             seconds = _time.perf_counter() - tick
             spent.append(seconds)
@@ -1322,6 +1302,16 @@ class _Run:
             if proven:
                 break
 
+    def _cut_short(self, score):
+        """Take the best root move of an iteration the search's end cut short
+        (its value an estimate at that depth; `depth` stays the deepest
+        finished iteration's)."""
+        result = self.result
+        result.value, result.exact = score, False
+        self.houses = [int(h) for h in self.pv[self.root, : self.pv_length[self.root]]]
+        result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]
+        result.cut_short = True
+
     @contextlib.contextmanager
     def _split_threads(self):
         """The other threads of the split search, for the duration of a block."""
@@ -1333,11 +1323,6 @@ class _Run:
             if self._workers is not None:
                 self._workers.close()
                 self._workers = None
-
-    def _layers_in(self) -> int:
-        """The layers the search's tables hold now, as a bit mask (bit n: layer n)."""
-        loaded = self.searcher.tablebase.store.loaded
-        return sum(1 << n for n in range(loaded.shape[0]) if loaded[n])
 
     def bound(self, horizon, depth):
         """A proven lower (horizon 1) or upper (horizon -1) bound on the root
@@ -1484,8 +1469,8 @@ class _SplitNode:
         """(score, proven, aborted, on_split, repeat) of the node, stored in
         the transposition table as the kernel stores it."""
         run, ply = self.run, self.ply
-        if self.aborted:
-            return 0, False, True, False, NO_REPETITION
+        if self.aborted:  # the best of the moves searched to the end, as the kernel gives it
+            return self.best if self.best_move != NO_MOVE else 0, False, True, False, NO_REPETITION
         if self.repeat >= ply:
             searcher = run.searcher
             bound = LOWER if self.cut else (EXACT if self.best > self.window[0] else UPPER)
@@ -1521,14 +1506,6 @@ class _Workers:
             self.jobs.put(None)
         for thread in self.threads:
             thread.join()
-
-
-def _predicted(spent):
-    """Seconds the next iteration should take, from the last two: the last
-    times their ratio (iterations grow by a roughly steady factor)."""
-    last, before = spent[-1], spent[-2]
-    growth = last / before if before > 0 else 1.0
-    return last * min(max(growth, 1.0), MAX_GROWTH)
 
 
 def _table_entries(hash_mb):
@@ -1571,8 +1548,30 @@ def _check_limits(depth, time, nodes, cycles):
         raise SearchError(f"depth must be 1..{MAX_PLY}, got {depth}")
     if time is not None and not time > 0:
         raise SearchError(f"time must be positive, got {time}")
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer))):
+        raise SearchError(f"nodes must be an integer, got {nodes!r}")
     if nodes is not None and not nodes > 0:
         raise SearchError(f"nodes must be positive, got {nodes}")
+
+
+def _checked_history(history):
+    """The positions played before the root, oldest first, as a list of Positions."""
+    if history is None:
+        return None
+    if isinstance(history, (str, bytes)) or not isinstance(history, Iterable):
+        raise SearchError(f"history must be a list of positions (oldest first), got {type(history).__name__}")
+    return [as_position(earlier) for earlier in history]
+
+
+def _whole_number(name, value, low, high=None, none=True):
+    """`value` checked to be an integer in low..high (None allowed when `none`)."""
+    if value is None and none:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+            or value < low or (high is not None and value > high)):
+        wanted = f"an integer {low}..{high}" if high is not None else f"an integer {low} or more"
+        raise SearchError(f"{name} must be {wanted}{' or None' if none else ''}, got {value!r}"[:200])
+    return int(value)
 
 
 def _fill_history(path_mover, path_opponent, history, position):

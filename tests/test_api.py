@@ -184,3 +184,37 @@ def test_commands_that_read_tables_leave_their_work_to_a_thread_ctrl_c_can_leave
         result = CliRunner().invoke(cli_module.cli, command + ["--dir", table_dir])
         assert result.exit_code == 0, result.output
         assert called, command
+
+
+def test_wrong_types_into_tablebase_and_searcher_raise_named_errors(table_dir):
+    """Not a comparison or an os call failing inside: one named error (a
+    ValueError subclass), one line, before any work."""
+    import pytest
+
+    from solver import Position
+    from solver.errors import AweleError, InvalidArgumentError, SearchError
+    from solver.search import search
+
+    for directory in (5, b"x", 2.5, ["x"]):
+        with pytest.raises(InvalidArgumentError, match="tables folder"):
+            Tablebase(directory)
+    position = Position.from_string("0-1-1-0-1-1/1-1-0-0-0-0 S")
+    with Tablebase(table_dir) as tablebase:
+        for plies in ("5", None, 2.0, True, -1):
+            with pytest.raises(InvalidArgumentError, match="max_plies"):
+                tablebase.line(position, max_plies=plies)
+        assert len(tablebase.line(position, max_plies=0).moves) == 0
+    searcher = Searcher(table_dir, hash_mb=1, max_table_seeds=6, threads=1)
+    for limits in ({"nodes": "5"}, {"nodes": 2.5}, {"nodes": True}, {"history": 5}, {"history": "4-4-4"}):
+        with pytest.raises(SearchError):
+            searcher.search(position, **limits)
+    with pytest.raises(SearchError, match="history"):
+        search(position, history=5, tablebase=table_dir, hash_mb=1, max_table_seeds=6)
+    for options in ({"max_table_seeds": "5"}, {"max_table_seeds": 49}, {"max_table_seeds": 5.0},
+                    {"table_bytes": "1"}, {"component_limit": None}, {"log": 5}):
+        with pytest.raises(SearchError) as raised:
+            Searcher(table_dir, hash_mb=1, **options)
+        assert isinstance(raised.value, (AweleError, ValueError)) and "\n" not in str(raised.value)
+    import numpy as np
+
+    assert searcher.search(position, nodes=np.int64(50)).move in position.legal_moves()

@@ -18,9 +18,10 @@ from naive_solver import naive_value
 from solver import Position, evaluation, index
 from solver import search as search_module
 from solver.cli import cli
-from solver.errors import GameOverError
+from solver.errors import GameOverError, MissingTableError, TablebaseClosedError
 from solver.position import HOUSE_LETTERS, Game
 from solver.probe import Tablebase
+from solver.report import move_rows
 from solver.search import (
     MAX_PLY,
     Searcher,
@@ -30,6 +31,7 @@ from solver.search import (
     tt_store,
     tt_unpack,
 )
+from solver.table_reader import TableReader
 
 EVERY_POSITION_LAYERS = (2, 3, 4, 5, 6)
 
@@ -548,13 +550,13 @@ def test_tables_that_arrive_during_a_search_are_used_by_its_next_iterations(tabl
         if children and all(captured and not child.is_over() for child, captured in children):
             cases.append((position, max(captured - tablebase.value(child) for child, captured in children)))
     gate = threading.Event()
-    reader = Searcher._load_in_background
+    reader = TableReader._read_in_background
 
     def held_back(self, layers):
         gate.wait()
         reader(self, layers)
 
-    monkeypatch.setattr(Searcher, "_load_in_background", held_back)
+    monkeypatch.setattr(TableReader, "_read_in_background", held_back)
     monkeypatch.setattr(search_module, "ARRIVAL_REACH", reach)
     for position, value in cases:
         gate.clear()
@@ -715,3 +717,220 @@ def test_a_searcher_loads_every_kernel_its_searches_call_before_the_first(table_
                           timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{}", f"first called during a search (before, after): {done.stdout}"
+
+
+# Layers the search does without
+
+
+def _copy_tables(table_dir, tmp_path):
+    import shutil
+
+    directory = tmp_path / "tables"
+    shutil.copytree(table_dir, directory)
+    return str(directory)
+
+
+def _damage_layer(directory, seeds):
+    import h5py
+
+    from solver import tables
+
+    with h5py.File(tables.table_path(directory, seeds), "r+") as handle:
+        values = handle[tables.DATASET]
+        for rank in range(3, values.shape[0], 10_007):
+            values[rank] = -int(values[rank]) - 1
+
+
+@pytest.fixture
+def held_reader(monkeypatch):
+    """The background reader held back until the returned event is set."""
+    gate = threading.Event()
+    reader = TableReader._read_in_background
+
+    def held_back(self, layers):
+        gate.wait(300)
+        reader(self, layers)
+
+    monkeypatch.setattr(TableReader, "_read_in_background", held_back)
+    return gate
+
+
+@pytest.fixture
+def thread_failures(monkeypatch):
+    """Exceptions that end a thread (each would print a traceback)."""
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    return failures
+
+
+def test_a_layer_removed_or_made_a_pipe_while_read_is_left_out_and_the_rest_is_read(
+        table_dir, tmp_path, held_reader, thread_failures):
+    import os
+
+    from solver import tables
+
+    directory = _copy_tables(table_dir, tmp_path)
+    said = []
+    searcher = Searcher(directory, hash_mb=8, log=said.append)
+    assert searcher.reading_tables() and searcher.table_layers == [0]
+    os.remove(tables.table_path(directory, 5))
+    os.remove(tables.table_path(directory, 8))
+    os.mkfifo(tables.table_path(directory, 8))
+    held_reader.set()
+    assert searcher.wait_for_tables(timeout=300)
+    assert thread_failures == []
+    assert sorted(searcher.left_out) == [5, 8]
+    assert isinstance(searcher.left_out[5], MissingTableError)
+    assert searcher.table_layers == [n for n in range(13) if n not in (5, 8)]
+    assert len(said) == 2 and "layer 5 " in said[0] and "layer 8 " in said[1]
+
+
+def test_a_tablebase_closed_while_read_leaves_the_layers_above_out_in_one_line(
+        table_dir, held_reader, thread_failures):
+    tablebase = Tablebase(table_dir)
+    said = []
+    searcher = Searcher(tablebase, hash_mb=8, log=said.append)
+    tablebase.close()
+    held_reader.set()
+    assert searcher.wait_for_tables(timeout=300)
+    assert thread_failures == []
+    assert sorted(searcher.left_out) == list(range(1, 13))
+    assert all(isinstance(error, TablebaseClosedError) for error in searcher.left_out.values())
+    assert said == ["the tables were closed: layers 1..12 are left out of the search"]
+
+
+def test_a_damaged_layer_is_searched_without_and_named_once(table_dir, tmp_path):
+    """A root in a damaged layer, or one whose captures lead into it, is
+    searched (not answered with the first move and an error); every move of
+    it gets a value; the layer is named once however often it is met."""
+    directory = _copy_tables(table_dir, tmp_path)
+    _damage_layer(directory, 9)
+    said = []
+    searcher = Searcher(directory, max_table_seeds=12, hash_mb=8, threads=1, log=said.append)
+    assert list(searcher.left_out) == [9] and searcher.table_layers == [n for n in range(13) if n != 9]
+    with Tablebase(table_dir) as good:
+        rng = random.Random(4)
+        for seeds in (9, 9, 11, 12):
+            position = random_position(seeds, rng)
+            while position.is_over() or (seeds > 9 and not any(
+                    captured and child.seeds == 9 for child, captured in map(position.play_capture,
+                                                                            position.legal_moves()))):
+                position = random_position(seeds, rng)
+            result = searcher.search(position, depth=4)
+            assert result.source == "search" and result.depth >= 1 and result.move in position.legal_moves()
+            values = searcher.move_values(position, depth=3)
+            assert all(value.value is not None for value in values)
+            if seeds == 9:  # its captures land in the tables: its component is solved
+                exact = searcher.search(position, cycles="split", time=60)
+                assert exact.exact and exact.value == good.value(position)
+    assert len(said) == 1 and "layer 9 " in said[0]
+
+
+def test_a_damaged_layer_read_a_chunk_at_a_time_is_left_out_when_met(table_dir, tmp_path, monkeypatch):
+    """A layer too large to be read for the search is probed from its file:
+    damage found there leaves it out, named once, and the root is searched."""
+    import solver.probe as probe_module
+
+    directory = _copy_tables(table_dir, tmp_path)
+    _damage_layer(directory, 12)
+    monkeypatch.setattr(probe_module, "WHOLE_LAYER_LIMIT", 1000)
+    said = []
+    below = sum(index.layer_size(n) for n in range(12))
+    searcher = Searcher(directory, table_bytes=below, hash_mb=8, threads=1, log=said.append)
+    assert searcher.left_out == {} and searcher.table_layers == list(range(12))
+    position = random_position(12, random.Random(5))
+    for _ in range(3):
+        result = searcher.search(position, time=0.2)
+        assert result.source == "search" and result.move in position.legal_moves()
+    assert list(searcher.left_out) == [12] and len(said) == 1
+
+
+# Time: the unfinished depth
+
+
+def test_a_timed_search_starts_the_depth_it_predicts_not_to_finish(table_dir, monkeypatch):
+    """At a fixed move time the deepening goes on until the end stops it,
+    even when the last two iterations predict the next one cannot finish."""
+    import solver.clock
+
+    monkeypatch.setattr(solver.clock, "predicted", lambda spent: 1e9)
+    searcher = Searcher(table_dir, max_table_seeds=6, hash_mb=8, threads=1)
+    result = searcher.search(Position.initial(), time=0.3)
+    assert result.depth > 2 and not result.exact
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_iteration_cut_short_by_the_end_gives_its_best_move_so_far(table_dir, monkeypatch, threads):
+    """The end arriving in the middle of depth 7 (simulated: a node budget,
+    then the stop flag, as the timer sets it) gives the best of the root
+    moves that depth searched to the end, with its line; `depth` stays 6."""
+    from solver.clock import STOP, STOPPED
+    from solver.search import _Run
+
+    position = Position.from_string("3-5-0-6-4-5/5-4-1-5-5-5 S")
+    full = Searcher(table_dir, max_table_seeds=6, hash_mb=8, threads=1)
+    nodes = dict((d, n) for d, _, _, n, _ in full.search(position, depth=7).iterations)
+    iterate = _Run.iterate
+
+    def stopped_in_depth_7(self, depth, budget=search_module.UNLIMITED, horizon=0):
+        if depth < 7:
+            return iterate(self, depth, budget, horizon)
+        answer = iterate(self, depth, int(nodes[7] * 0.9), horizon)
+        self.control[STOP] = STOPPED
+        return answer
+
+    monkeypatch.setattr(_Run, "iterate", stopped_in_depth_7)
+    searcher = Searcher(table_dir, max_table_seeds=6, hash_mb=8, threads=1)
+    result = searcher.search(position, time=600.0, threads=threads)
+    assert result.cut_short and result.depth == 6 and not result.exact
+    assert result.move in position.legal_moves() and result.line[0] == result.move
+    assert -position.seeds <= result.value <= position.seeds
+    assert result.as_dict()["cut_short"] is True
+
+
+# One answer above the tables: every move from one root search
+
+
+def _agrees(value, move, moves):
+    """The position's value is its best move's, and its move is marked best."""
+    known = [m for m in moves if m["value"] is not None]
+    best = max(m["value"] for m in known)
+    assert value == best
+    assert [m["move"] for m in moves if m["best"]] == [m["move"] for m in known if m["value"] == best]
+    assert move in [m["move"] for m in moves if m["best"]]
+
+
+@pytest.mark.parametrize("limits", [["--nodes", "30000"], ["--time", "0.5"], ["--depth", "5"]])
+def test_best_above_the_tables_gives_one_answer(table_dir, limits):
+    """`awele best` above the tables: the position's value is its best move's
+    and the move it names is starred (they came from two searches before)."""
+    runner = CliRunner()
+    for moves in ("1. F b 2. D a", "1. A c 2. E b", "1. C f"):
+        result = runner.invoke(cli, ["best", "--moves", moves, "--dir", table_dir, "--json", *limits])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output)
+        assert data["source"] == "search"
+        _agrees(data["value"], data["move"], data["moves"])
+        text = runner.invoke(cli, ["best", "--moves", moves, "--dir", table_dir, *limits]).output
+        named = text.split("best move: ")[1].split()[0]
+        assert f"* {named} " in text
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(8, 11), rng_seed=st.integers(0, 10**6))
+def test_every_move_values_are_the_tables_where_exact(table_dir, tablebase, searchers, seeds, rng_seed):
+    """search_every_move with cycles="split": every move's exact value is the
+    tables' one, the position's value the best of them, its move one of the best."""
+    position = random_position(seeds, random.Random(rng_seed))
+    if position.is_over():
+        return
+    searcher = searchers(seeds - 3)
+    result = searcher.search_every_move(position, cycles="split", nodes=200_000)
+    assert [m.move for m in result.moves] == position.legal_moves()
+    for move in result.moves:
+        child, captured = position.play_capture(move.move)
+        if move.exact and not child.is_over():
+            assert move.value == captured - tablebase.value(child), (str(position), move)
+    _agrees(result.value, result.move, move_rows(result.moves))
+    if all(m.exact for m in result.moves):
+        assert result.exact and result.value == tablebase.value(position)

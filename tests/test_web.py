@@ -259,6 +259,9 @@ def test_search_above_the_tables_says_whether_it_is_exact_and_caps_the_time(clie
     assert all(isinstance(m["exact"], bool) and m["outcome"] in ("win", "draw", "loss") for m in data["moves"])
     best = max(m["value"] for m in data["moves"])
     assert [m["best"] for m in data["moves"]] == [m["value"] == best for m in data["moves"]]
+    # One search valued every move: the position's value is its best move's, and the page's
+    # "Best" (the move) is starred.
+    assert data["value"] == best and data["move"] in [m["move"] for m in data["moves"] if m["best"]]
     for move in data["moves"]:  # a move that captures into the tables is valued from them
         child = start.play(move["move"])
         if child.seeds <= 12:

@@ -35,7 +35,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..errors import AweleError, GameOverError, InvalidArgumentError, MissingTableError, TableError
+from ..errors import (
+    AweleError,
+    CorruptTableError,
+    GameOverError,
+    InvalidArgumentError,
+    MissingTableError,
+    TableError,
+    TableMismatchError,
+)
 from ..position import parse_record
 from ..probe import Tablebase
 from ..report import best_of
@@ -361,12 +369,16 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         app.add_api_route(path, (lambda path=path: page(path)), methods=["GET"], include_in_schema=False)
 
     @app.get("/api/info", summary="What this server holds and its limits")
-    def info():
+    async def info():
+        """The version, the layers built, the layers the search process found
+        damaged and searches without (`left_out_of_search`: probes of them get
+        a 500; known once it has read its tables, which a first call waits
+        for), and the limits of the slow endpoints."""
+        left_out = await anyio.to_thread.run_sync(worker.left_out_of_search)
         return {
             "version": __version__,
             "layers": tablebase.layers(),
-            # Layers the search process found damaged and searches without (probes of them get a 500).
-            "left_out_of_search": {str(n): reason for n, reason in sorted(worker.left_out.items())},
+            "left_out_of_search": {str(n): reason for n, reason in sorted(left_out.items())},
             "max_search_time": max_search_time,
             "max_line_time": max_line_time,
             "max_analysis_time": max_analysis_time,
@@ -409,8 +421,10 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         positions count for repetitions with cycles=own): the best move, its
         value for the side to move, `exact` when proven (else the estimate of
         the deepest finished depth), the principal line and, with move_values,
-        every legal move's value and whether it is exact. `time` is capped at
-        the server's max_search_time and the time used is returned."""
+        every legal move's value and whether it is exact, from the same search
+        (the position's value is then its best move's, and `move` one of the
+        moves marked best). `time` is capped at the server's max_search_time
+        and the time used is returned."""
         game = await fast(game_of, request)
         refuse_finished(game)
         seconds = min(request.time, max_search_time)
@@ -424,23 +438,32 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         repetition rule over the game: from the tables when they hold the
         position (`source` "table", `exact` true), else by a search of `time`
         seconds (capped) with the game's history (`source` "search"; `search`
-        holds the whole result)."""
+        holds the whole result). A damaged layer the position needs is
+        searched without (`note` says which).
+
+        The move may be an immediate win that ends the game at 25 seeds
+        where the tables' best move wins by more: both win, and the true
+        rule ends the game as soon as a side has 25 (the tables' values
+        count every seed to the end, ignoring that stop), so this is not a
+        wrong move."""
 
         def from_tables():
             game = game_of(request)
             refuse_finished(game)
             if not tablebase.has_layer(game.position.seeds):
-                return game, None, None
+                return game, None, None, None
             try:
                 chosen = tablebase.best_move(game, progress=False)
                 candidates = [m.move for m in best_of(tablebase.game_moves(game))] if chosen is None else []
             except MissingTableError:
-                return game, None, None
-            return game, None if chosen is None else chosen.move, candidates
+                return game, None, None, None
+            except (CorruptTableError, TableMismatchError) as error:
+                return game, None, None, f"{oracle.table_message(error)}; searched without it"
+            return game, None if chosen is None else chosen.move, candidates, None
 
-        game, move, candidates = await fast(from_tables)
+        game, move, candidates, note = await fast(from_tables)
         answer = {"position": str(game.position), "move": move, "source": oracle.TABLE, "exact": True,
-                  "search": None, "note": None}
+                  "search": None, "note": note}
         if move is not None:
             return answer
         if candidates:

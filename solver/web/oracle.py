@@ -110,30 +110,18 @@ def position_report(tablebase: Tablebase, game: Game) -> dict:
     return data
 
 
-def searched_moves(searcher: Searcher, game: Game, time: float, cycles: str) -> list[dict]:
-    """Every legal move's value (Searcher.move_values: from the tables where
-    they hold the move's position, else searched with a share of `time`, the
-    game's history counting for repetitions) as JSON rows, the best marked."""
-    return move_rows(searcher.move_values(game, time=time, cycles=cycles))
-
-
 def search_report(searcher: Searcher, game: Game, time: float, cycles: str = "own", move_values: bool = True) -> dict:
     """The search result of the game's position (SearchResult.as_dict) with,
-    when `move_values`, every legal move's value: half of `time` for the
-    position and half shared by the moves, as `awele best` does."""
-    position_time = time / 2 if move_values else time
-    if not position_time > 0:
-        # The smallest float (5e-324) has no half: each gets all of it, too
-        # short for a ply either way (a legal move and no value), rather than
-        # a search refused for a time of 0.0 that the client never sent.
-        position_time = time
-    result = searcher.search(game, time=position_time, cycles=cycles)
+    when `move_values`, every legal move's value from the same search
+    (Searcher.search_every_move), as `awele best` does."""
+    # One search values every move: the position's value is its best move's.
+    result = (searcher.search_every_move if move_values else searcher.search)(game, time=time, cycles=cycles)
     data = result.as_dict()
     predicted = None if result.value is None else Outcome.predicted(result.position, result.value)
     data.update({"to_move": result.position.to_move, "seeds": result.position.seeds, "time": time,
                  "predicted_result": None if predicted is None else predicted.scores(),
                  "outcome": None if predicted is None else predicted.winner,
-                 "moves": searched_moves(searcher, game, position_time, cycles) if move_values else None})
+                 "moves": move_rows(result.moves) if result.moves is not None else None})
     return data
 
 

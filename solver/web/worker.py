@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
@@ -86,8 +87,13 @@ def _main(connection: Connection, directory: str) -> None:
     except Exception as error:  # reported to the server, which answers 503 with it
         connection.send(("failed", f"the search process cannot open the tables: {type(error).__name__}"))
         return
-    # The damaged layers the Searcher left out, told as the clients are told.
-    connection.send(("ready", {n: oracle.table_message(e) for n, e in getattr(searcher, "left_out", {}).items()}))
+    def left_out():
+        """The damaged layers the Searcher leaves out, told as the clients are told."""
+        return {n: oracle.table_message(e) if isinstance(e, TableError) else
+                f"layer {n} of this server's tables cannot be read: the server must rebuild it"
+                for n, e in dict(searcher.left_out).items()}
+
+    connection.send(("ready", left_out()))
     while True:
         try:
             job, args = connection.recv()
@@ -103,7 +109,8 @@ def _main(connection: Connection, directory: str) -> None:
             reply = ("user" if isinstance(error, ValueError) else "failed", str(error))
         except Exception as error:  # a bug or damaged data: the server answers 503 with it
             reply = ("failed", f"{type(error).__name__}: {error}")
-        connection.send(reply)
+        # With the layers left out so far: a search can find one damaged after "ready".
+        connection.send((*reply, left_out()))
 
 
 class Worker:
@@ -177,7 +184,8 @@ class Worker:
                 connection.send((job, args))
                 answered = connection.poll(timeout)
                 if answered:
-                    status, payload = connection.recv()
+                    status, payload, left_out = connection.recv()
+                    self.left_out = dict(left_out)
             except (EOFError, OSError, BrokenPipeError):
                 self._stop()
                 raise JobError("the search process stopped unexpectedly; "
@@ -188,6 +196,24 @@ class Worker:
         if status == "ok":
             return payload
         raise JobError(payload, user=status == "user", status=500 if status == "table" else 503)
+
+    def left_out_of_search(self, timeout: float = START_TIMEOUT) -> dict[int, str]:
+        """{layer: why} of the damaged layers the child's search does without,
+        known once it has read its tables: a child not ready yet is started
+        and waited for (up to `timeout` seconds), without waiting for a job
+        another request runs. Empty when the child cannot start."""
+        deadline = time.monotonic() + timeout
+        while not self._ready and time.monotonic() < deadline:
+            if not self._lock.acquire(timeout=0.05):
+                continue  # a call holds the child: it makes it ready first, then runs its job
+            try:
+                if not self._ready:
+                    self._wait_ready(self._ensure_started())
+            except JobError:
+                break
+            finally:
+                self._lock.release()
+        return dict(self.left_out)
 
     def _stop(self) -> None:
         if self._connection is not None:
