@@ -351,8 +351,10 @@ def _plan_run(mover, plan):
 
 
 @hot_kernel
-def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, first, rows, where, gains, owners, plan):
-    """The exits of ranks start..stop-1 (see exit_pass); returns the look-ups made.
+def _exit_block(seeds, lo, start, stop, values, counts, lined, flat, starts, use, first, rows, where, gains, owners,
+                plan):
+    """The exits of ranks start..stop-1, held at rank - lo (see exit_pass);
+    returns the look-ups made.
 
     The ranks come in runs that share the mover's row (index.unrank_row):
     what each house's sowing does to that row, where its last seed lands,
@@ -380,7 +382,7 @@ def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, fi
         moves = 0 if general else _plan_run(mover, plan)
         for rank in range(run, run_stop):
             opponent = rows[2][run_start + rank - run_first]
-            at_value = value_at(lined, rank)
+            at_value = value_at(lined, rank - lo)
             if general:
                 mask = legal_mask(mover, opponent)
                 if mask == 0:
@@ -439,7 +441,7 @@ def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, fi
                     asked += 1
             if first:
                 values[at_value] = pending(NO_EXIT)
-                counts[count_at(lined, rank)] |= np.uint8(children << ((rank & 1) << 2))
+                counts[count_at(lined, rank - lo)] |= np.uint8(children << ((rank & 1) << 2))
         run = run_stop
     for j in range(asked):
         exit = gains[j] - np.int64(flat[where[j]])
@@ -460,6 +462,7 @@ def exit_pass(
     first: bool,
     rows: tuple[np.ndarray, ...],
     lined: bool,
+    lo: int = 0,
 ) -> int:
     """One pass of exits over the layer, with the smaller layers marked in `use`.
 
@@ -469,7 +472,10 @@ def exit_pass(
     better. Threads take whole blocks, hence whole count bytes, as they
     become free. Returns the look-ups made in the smaller layers. With
     `lined`, values and counts are one array in the lined layout
-    (value_at, count_at) and `size` ranks are solved.
+    (value_at, count_at) and `size` ranks are solved. With `lo`, they are
+    ranks lo..lo+size-1 of the layer, held from index 0 (a slice of the
+    layer: solver.disk; lo a multiple of BLOCK, and of LINE_RANKS when
+    `lined`).
     """
     blocks = (size + BLOCK - 1) // BLOCK
     counter = np.zeros(1, dtype=np.int64)
@@ -483,9 +489,9 @@ def exit_pass(
             block = _take(counter, 1)
             if block >= blocks:
                 break
-            start = block * BLOCK
-            asked[slot] += _exit_block(seeds, start, min(size, start + BLOCK), values, counts, lined, flat, starts, use,
-                                       first, rows, where[slot], gains[slot], owners[slot], plans[slot])
+            start = lo + block * BLOCK
+            asked[slot] += _exit_block(seeds, lo, start, min(lo + size, start + BLOCK), values, counts, lined, flat,
+                                       starts, use, first, rows, where[slot], gains[slot], owners[slot], plans[slot])
     return asked.sum()
 
 
@@ -1545,6 +1551,15 @@ class LayerSolver:
         self.exit_seconds += time.perf_counter() - started
         self.passes += 1
         self.done.update(layers)
+
+    def exits_done(self, passes: int, seconds: float, lookups: int) -> None:
+        """The exits of every smaller layer were put in `self.values` by other
+        means (solver.disk computes them a slice at a time, through disk):
+        record them as `passes` passes that took `seconds` and made `lookups`."""
+        self.done.update(exit_layers(self.seeds))
+        self.passes = max(1, passes)
+        self.exit_seconds = seconds
+        self.exit_lookups = lookups
 
     def solve(self, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
         """Run the stages; return stats. The layer is then loaded in the store."""
