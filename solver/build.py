@@ -208,8 +208,9 @@ def build_layer_on_disk(seeds: int, directory: str, scratch: str, store: LayerSt
                              f"which has {free / 1e9:.1f} GB free: free some space or give another --scratch")
         stats = layer.solve(progress)
         started = time.perf_counter()
+        values, counts = layer.values()
         tables.write_table(
-            directory, seeds, store.layer(seeds), build_seconds=time.perf_counter() - layer.started,
+            directory, seeds, values, counts=counts, build_seconds=time.perf_counter() - layer.started,
             extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
                    "exit_passes": stats["exit_passes"], "disk_slices": layout["slices"]})
         stats["write_seconds"] = time.perf_counter() - started
@@ -229,7 +230,7 @@ class _no_lock:
 def build(max_seeds: int, directory: str | None = None, threads: int | None = None, memory: int | None = None,
           report: Callable[[dict], None] | None = None, progress: Callable | None = None,
           store: LayerStore | None = None, scratch: str | None = None, leave_out: Iterable[int] = (),
-          disk_slices: int | None = None) -> LayerStore:
+          disk_slices: int | None = None, disk_sliced_stages: bool = False) -> LayerStore:
     """Build every missing layer 0..max_seeds in order; reuse the valid ones.
 
     `memory` is the budget in bytes (default: available memory less a
@@ -241,7 +242,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     raises, naming it: delete it to rebuild. Layers in `leave_out` are not
     built (47, for a build aimed at the opening: no game reaches it).
     `disk_slices` forces the disk mode, in that many slices, on every layer
-    it can take (tests).
+    it can take, and `disk_sliced_stages` its stages in slices (tests).
 
     report(dict) is called after each layer with: seeds, positions, seconds,
     positions_per_second, peak_bytes, built (False when the file was there),
@@ -277,7 +278,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                     continue
                 if seeds in missing:
                     step = progress and (lambda step, fraction, n=seeds: progress(n, step, fraction))
-                    layout = disk_plan(seeds, budget, disk_slices) if disk_slices else None
+                    layout = disk_plan(seeds, budget, disk_slices, disk_sliced_stages) if disk_slices else None
                     if layout is None and least_bytes(seeds) > budget:
                         layout = disk_plan(seeds, budget)
                     if layout is None:
@@ -289,6 +290,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                             with contextlib.suppress(OSError):
                                 os.rmdir(scratch)  # the default folder goes once empty
                         row.update(mode="disk", slices=layout["slices"], scratch_bytes=layout["scratch_bytes"],
+                                   sliced_stages=layout["sliced_stages"],
                                    disk_bytes_read=stats["disk_bytes_read"],
                                    disk_bytes_written=stats["disk_bytes_written"])
                     row.update({k: stats[k] for k in ("exit_passes", "exit_seconds", "stage_seconds",

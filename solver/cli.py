@@ -341,7 +341,8 @@ def _layer_reporter(bars, as_json):
             f"layer {row['seeds']:2d}: {row['positions']:>13,} positions  {row['seconds']:8.2f} s  "
             f"{row['positions_per_second'] or 0:>12,.0f} positions/s  peak {row['peak_bytes'] / 2**20:8.0f} MiB"
             + (f"  {row['exit_passes']} exit passes" if row.get("exit_passes", 1) > 1 else "")
-            + (f"  disk mode: {row['slices']} slices, {row['scratch_bytes'] / 1e9:.2f} GB scratch, "
+            + (f"  disk mode: {row['slices']} slices{' (stages too)' if row['sliced_stages'] else ''}, "
+               f"{row['scratch_bytes'] / 1e9:.2f} GB scratch, "
                f"{(row['disk_bytes_read'] + row['disk_bytes_written']) / 1e9:.2f} GB read and written"
                if row.get("mode") == "disk" else "")
         )
@@ -503,8 +504,9 @@ def _plan_here(result, max_seeds, as_json):
             continue
         fits = row["mode"] in ("memory", "disk")
         memory = row["peak_bytes"] if fits else row["disk_least_bytes"]
+        shown = "sliced" if row.get("sliced_stages") else row["mode"]
         click.echo(
-            f"{row['seeds']:>5} {row['positions']:>16,} {row['mode'] if fits else 'too big':>7} "
+            f"{row['seeds']:>5} {row['positions']:>16,} {shown:>7} "
             f"{memory / gib:8.1f}G{'' if fits else '!'} {row['scratch_bytes'] / 1e9:8.1f}G "
             f"{row['exit_passes'] if fits else '-':>6} {row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10}"
         )

@@ -37,6 +37,10 @@ SLICE_UNIT = 5376  # a slice of a layer starts at a multiple of this: lcm(LINE_R
 MAX_SLICES = 16  # the most slices a layer's exits are cut into
 DISK_BANDWIDTH = 1.7e9  # bytes a second the scratch disk reads or writes sequentially (dd, direct I/O, here)
 EXIT_SCAN_SECONDS = 2.0e-8  # seconds a position an exit pass over one more group adds (scan, no look-ups), 2 cores
+MAX_SLICED = 256  # the most slices of a layer whose stages run a slice at a time
+STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chunk at a time, block flags
+VISITS_A_STAGE = 2.0  # sliced stages: visits of each slice a stage (its seeds, then the updates sent back)
+SLICED_SLOWDOWN = 2.0  # sliced stages: sweeps in place of the depth-first pass (as the distributed build)
 
 
 # Memory ----------------------------------------------------------------------------
@@ -122,7 +126,7 @@ def _slice_lines(bounds: list[int]) -> list[int]:
     return [(hi - lo + retrograde.LINE_RANKS - 1) // retrograde.LINE_RANKS for lo, hi in itertools.pairwise(bounds)]
 
 
-def disk_plan(seeds: int, budget: int, parts: int | None = None) -> dict | None:
+def disk_plan(seeds: int, budget: int, parts: int | None = None, sliced_stages: bool = False) -> dict | None:
     """The disk mode's layout of layer `seeds` under `budget` (solver.disk), or
     None when it cannot build it: the working state must fit for the stages
     (BASE_BYTES + working_bytes), and one slice beside the largest smaller
@@ -138,30 +142,37 @@ def disk_plan(seeds: int, budget: int, parts: int | None = None) -> dict | None:
     read as in memory, once a group)."""
     size = index.layer_size(seeds)
     stages = BASE_BYTES + working_bytes(seeds)
-    if stages > budget or size < SLICE_UNIT:
+    sliced = stages > budget or bool(sliced_stages)
+    if size < SLICE_UNIT * 2:
         return None
     largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
     best = None
-    for count in [parts] if parts else range(2, MAX_SLICES + 1):
+    for count in [parts] if parts else range(2, (MAX_SLICED if sliced else MAX_SLICES) + 1):
         bounds = disk_bounds(size, count)
         if min(hi - lo for lo, hi in itertools.pairwise(bounds)) <= 0:
             break
         piece = max(_slice_lines(bounds)) * retrograde.LINE
         room = budget - BASE_BYTES - piece
-        if largest > room:
+        if largest > room or (sliced and BASE_BYTES + piece + STAGE_BUFFER_BYTES > budget):
             continue
         groups = _first_fit(retrograde.exit_layers(seeds), room)
-        if best is None or len(groups) <= len(best[2]):  # as few passes as can be, then the smallest slices
+        # As few exit passes as can be; then, stages in memory, the smallest slices (the least memory and
+        # scratch beside the others); sliced stages, the fewest slices (the fewest visits a stage).
+        if best is None or len(groups) < len(best[2]) or (len(groups) == len(best[2]) and not sliced):
             best = (count, bounds, groups, piece)
     if best is None:
         return None
     count, bounds, groups, piece = best
     state = sum(_slice_lines(bounds)) * retrograde.LINE
     group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
-    return {"slices": count, "bounds": bounds, "groups": groups,
-            "memory_bytes": max(stages, BASE_BYTES + piece + group_bytes),
-            "scratch_bytes": state + piece,
-            "traffic_bytes": 2 * len(groups) * state}
+    # Sliced stages: each stage visits each slice about VISITS_A_STAGE times (read and written), and the
+    # updates between slices go through files (DEFAULT_EXCHANGE / 2 bytes a position, as between processes).
+    stage_traffic = int(seeds * VISITS_A_STAGE * 2 * state + size * DEFAULT_EXCHANGE / 2) if sliced else state
+    return {"slices": count, "bounds": bounds, "groups": groups, "sliced_stages": sliced,
+            "memory_bytes": max(BASE_BYTES + piece + STAGE_BUFFER_BYTES if sliced else stages,
+                                BASE_BYTES + piece + group_bytes),
+            "scratch_bytes": state + piece + (int(size * DEFAULT_EXCHANGE / 2) if sliced else 0),
+            "traffic_bytes": 2 * len(groups) * state + stage_traffic}
 
 
 def disk_seconds(seeds: int, layout: dict, rate: float) -> float:
@@ -169,8 +180,8 @@ def disk_seconds(seeds: int, layout: dict, rate: float) -> float:
     `rate`, an exit scan more for each group past the first, and the scratch
     traffic at DISK_BANDWIDTH."""
     size = index.layer_size(seeds)
-    return (size / rate + (len(layout["groups"]) - 1) * size * EXIT_SCAN_SECONDS
-            + layout["traffic_bytes"] / DISK_BANDWIDTH)
+    return (size / rate * (SLICED_SLOWDOWN if layout["sliced_stages"] else 1.0)
+            + (len(layout["groups"]) - 1) * size * EXIT_SCAN_SECONDS + layout["traffic_bytes"] / DISK_BANDWIDTH)
 
 
 def exit_groups(seeds: int, budget: int) -> list[list[int]]:
@@ -311,6 +322,7 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
             layout = disk_plan(seeds, budget)
             assert layout is not None, "mode() said disk"
             row.update(exit_passes=len(layout["groups"]), peak_bytes=layout["memory_bytes"], slices=layout["slices"],
+                       sliced_stages=layout["sliced_stages"],
                        scratch_bytes=layout["scratch_bytes"], disk_traffic_bytes=layout["traffic_bytes"],
                        seconds=disk_seconds(seeds, layout, rate))
         else:

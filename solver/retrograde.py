@@ -1126,10 +1126,13 @@ def propagate_stage(
 
 @njit(cache=True, parallel=True)
 def tell_received(
-    stage: int, lo: int, updates: np.ndarray, values: np.ndarray, counts: np.ndarray, next_flags: np.ndarray
+    stage: int, lo: int, updates: np.ndarray, values: np.ndarray, counts: np.ndarray, next_flags: np.ndarray,
+    lined: bool = False,
 ) -> None:
-    """Apply updates from other processes: each is (rank << 1) | (child
-    lost), for a rank of this slice, as _tell would have applied it here."""
+    """Apply updates from other processes (or, in the disk mode, from other
+    slices): each is (rank << 1) | (child lost), for a rank of this slice,
+    as _tell would have applied it here. With `lined`, values and counts
+    are one array in the lined layout."""
     total = updates.shape[0]
     counter = np.zeros(1, dtype=np.int64)
     for _slot in prange(WORK_SLOTS):
@@ -1139,7 +1142,7 @@ def tell_received(
                 break
             for i in range(first, min(total, first + RANK_CHUNK)):
                 update = updates[i]
-                _tell((update >> 1) - lo, -stage if update & 1 else stage, stage, values, counts, False, next_flags)
+                _tell((update >> 1) - lo, -stage if update & 1 else stage, stage, values, counts, lined, next_flags)
 
 
 @njit(cache=True, parallel=True)

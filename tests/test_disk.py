@@ -75,9 +75,9 @@ def test_every_cut_into_slices_and_groups_gives_the_same_layer(table_dir, tmp_pa
     assert not os.listdir(os.path.join(directory, build.SCRATCH_NAME))
 
 
-def _killed_build(directory, seeds, steps, parts=3):
+def _killed_build(directory, seeds, steps, parts=3, sliced=False):
     code = ("import sys\nfrom solver import build\n"
-            f"build.build({seeds}, {directory!r}, threads=1, disk_slices={parts})\n")
+            f"build.build({seeds}, {directory!r}, threads=1, disk_slices={parts}, disk_sliced_stages={sliced})\n")
     env = dict(os.environ, **{build.DISK_KILL_VARIABLE: f"{seeds}:{steps}"})
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
 
@@ -112,6 +112,31 @@ def test_a_kill_after_the_exits_resumes_at_the_stages(table_dir, tmp_path):
     build.build(13, directory, threads=1, disk_slices=3, report=rows.append)
     assert rows[-1]["disk_bytes_written"] == 0 and rows[-1]["disk_bytes_read"] > 0
     assert _digest(tables.load_values(directory, 13)) == HASHES[13]
+
+
+@pytest.mark.parametrize("parts, groups", [(2, [list(range(12))]), (4, [[11, 10, 9], list(range(9))])])
+def test_stages_in_slices_give_the_same_layer(table_dir, tmp_path, parts, groups):
+    """The stages a slice at a time (a budget that cannot hold the working
+    state): updates between slices through files, each slice visited until
+    no slice has seeds or updates left in the stage."""
+    directory = _copy_layers(table_dir, tmp_path / "db", range(12))
+    layout = dict(_layout(13, parts, groups), sliced_stages=True)
+    stats = _on_disk(directory, 13, layout)
+    assert stats["sliced_stages"] and stats["stage_visits"] >= parts and stats["updates_sent"] > 0
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]
+    assert not os.listdir(os.path.join(directory, build.SCRATCH_NAME))
+
+
+@pytest.mark.parametrize("steps", [5, 40])
+def test_a_build_killed_in_its_sliced_stages_resumes_at_the_last_visit(table_dir, tmp_path, steps):
+    directory = _copy_layers(table_dir, tmp_path / "db", range(13))
+    assert _killed_build(directory, 13, steps, sliced=True).returncode == -9
+    scratch = os.path.join(directory, build.SCRATCH_NAME)
+    journal = json.load(open(disk.journal_path(scratch, 13)))
+    assert journal["sliced"] and journal["stage"] is not None and journal["visits"] > 0
+    build.build(13, directory, threads=1, disk_slices=3, disk_sliced_stages=True)
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]
+    assert not os.path.exists(scratch)
 
 
 def test_a_damaged_slice_file_is_refused_not_used(table_dir, tmp_path):
