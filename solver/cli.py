@@ -518,8 +518,8 @@ def _plan_here(result, max_seeds, as_json):
                    f"positions, {_duration(saved['seconds'])} and {saved['file_bytes'] / gib:.1f} GiB on disk")
     too_big = [row for row in result["layers"] if row["mode"] == "too big"]
     if too_big:
-        click.echo(f"layers {too_big[0]['seeds']}.. do not fit: the disk mode holds a layer's working state in "
-                   "memory (1.52 bytes a position); "
+        click.echo(f"layers {too_big[0]['seeds']}.. do not fit: the disk mode holds a slice of a layer beside its "
+                   "largest smaller layer (a byte a position); "
                    + ", ".join(f"layer {row['seeds']} needs {row['disk_least_bytes'] / gib:.1f} GiB"
                                for row in too_big[:4]))
 

@@ -39,8 +39,12 @@ DISK_BANDWIDTH = 1.7e9  # bytes a second the scratch disk reads or writes sequen
 EXIT_SCAN_SECONDS = 2.0e-8  # seconds a position an exit pass over one more group adds (scan, no look-ups), 2 cores
 MAX_SLICED = 256  # the most slices of a layer whose stages run a slice at a time
 STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chunk at a time, block flags
-VISITS_A_STAGE = 2.0  # sliced stages: visits of each slice a stage (its seeds, then the updates sent back)
-SLICED_SLOWDOWN = 2.0  # sliced stages: sweeps in place of the depth-first pass (as the distributed build)
+# Sliced stages, measured on layer 16 in 2 and 4 slices (docs/DISK.md): a chain of won and lost positions
+# crosses between slices at nearly every ply, so a stage visits each slice about 20 times.
+VISITS_A_STAGE = 20.0  # visits of each slice a stage, each a read and a write of it
+UPDATES_BYTES = 20  # bytes a position of updates between slices over the stages (2.4 updates of 8 bytes)
+PENDING_BYTES = 8  # bytes a position of updates waiting in files at once, at most (a stage's: planned high)
+SLICED_SLOWDOWN = 2.0  # sweeps in place of the depth-first pass (as the distributed build)
 
 
 # Memory ----------------------------------------------------------------------------
@@ -166,13 +170,23 @@ def disk_plan(seeds: int, budget: int, parts: int | None = None, sliced_stages: 
     state = sum(_slice_lines(bounds)) * retrograde.LINE
     group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
     # Sliced stages: each stage visits each slice about VISITS_A_STAGE times (read and written), and the
-    # updates between slices go through files (DEFAULT_EXCHANGE / 2 bytes a position, as between processes).
-    stage_traffic = int(seeds * VISITS_A_STAGE * 2 * state + size * DEFAULT_EXCHANGE / 2) if sliced else state
+    # updates between slices go through files (written and read once).
+    stage_traffic = int(seeds * VISITS_A_STAGE * 2 * state + 2 * size * UPDATES_BYTES) if sliced else state
     return {"slices": count, "bounds": bounds, "groups": groups, "sliced_stages": sliced,
             "memory_bytes": max(BASE_BYTES + piece + STAGE_BUFFER_BYTES if sliced else stages,
                                 BASE_BYTES + piece + group_bytes),
-            "scratch_bytes": state + piece + (int(size * DEFAULT_EXCHANGE / 2) if sliced else 0),
+            "scratch_bytes": state + piece + (size * PENDING_BYTES if sliced else 0),
             "traffic_bytes": 2 * len(groups) * state + stage_traffic}
+
+
+def disk_least_bytes(seeds: int) -> int:
+    """The least budget the disk mode builds layer `seeds` in: the process,
+    its largest smaller layer beside a slice (the exits; in as many slices
+    as the sliced stages take), and no less than the sliced stages need."""
+    bounds = disk_bounds(index.layer_size(seeds), MAX_SLICED)
+    piece = max(_slice_lines(bounds)) * retrograde.LINE
+    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
+    return BASE_BYTES + piece + max(largest, STAGE_BUFFER_BYTES)
 
 
 def disk_seconds(seeds: int, layout: dict, rate: float) -> float:
@@ -326,8 +340,7 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
                        scratch_bytes=layout["scratch_bytes"], disk_traffic_bytes=layout["traffic_bytes"],
                        seconds=disk_seconds(seeds, layout, rate))
         else:
-            # What it would take: the disk mode's least memory (the working state and the process).
-            row["disk_least_bytes"] = BASE_BYTES + working_bytes(seeds)
+            row["disk_least_bytes"] = disk_least_bytes(seeds)
         if seeds in leave_out:
             saved["positions"] += size
             saved["seconds"] += float(row["seconds"])  # type: ignore[arg-type]  # a number in this row
