@@ -371,7 +371,7 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
     """The build in this process alone."""
     from . import build as builder
     from . import index
-    from .plan import BASE_BYTES, least_bytes, mode, working_bytes
+    from .plan import least_bytes, mode
 
     bars, progress = _layer_bars(not (quiet or as_json) and sys.stderr.isatty())
     _compiling_notice(as_json)
@@ -381,8 +381,8 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
         on_disk = [n for n in range(max_seeds + 1) if n not in leave_out and mode(n, budget) == "disk"]
         click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory}; "
                    f"memory budget {budget / 2**30:.1f} GiB, the largest layer needs at least {need / 2**30:.1f} GiB"
-                   + (f" in memory, {(BASE_BYTES + working_bytes(max(on_disk))) / 2**30:.1f} GiB in the disk mode "
-                      f"(layers {on_disk[0]}..)" if on_disk else "")
+                   + (f" in memory; layers {', '.join(map(str, on_disk))} in the disk mode, scratch in "
+                      f"{scratch or os.path.join(directory, builder.SCRATCH_NAME)}" if on_disk else "")
                    + (f"; leaving out layer {', '.join(map(str, leave_out))}" if leave_out else ""))
     started = time.perf_counter()
     builder.build(max_seeds, directory, threads=threads, memory=budget, report=_layer_reporter(bars, as_json),

@@ -36,7 +36,7 @@ DEFAULT_OVERHEAD = 3.1  # distributed / single-process seconds on the same cores
 SLICE_UNIT = 5376  # a slice of a layer starts at a multiple of this: lcm(LINE_RANKS, BLOCK), whole lines and blocks
 MAX_SLICES = 16  # the most slices a layer's exits are cut into
 DISK_BANDWIDTH = 1.7e9  # bytes a second the scratch disk reads or writes sequentially (dd, direct I/O, here)
-EXIT_SCAN_SECONDS = 2.0e-8  # seconds a position an exit pass over one more group adds (scan, no look-ups), 2 cores
+EXIT_SCAN_SECONDS = 3.0e-8  # seconds a position an exit pass over one more group adds, 2 cores (layer 20, DISK.md)
 MAX_SLICED = 256  # the most slices of a layer whose stages run a slice at a time
 STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chunk at a time, block flags
 # Sliced stages, measured on layer 16 in 2 and 4 slices (docs/DISK.md): a chain of won and lost positions

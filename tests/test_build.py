@@ -199,12 +199,14 @@ def test_largest_layer_and_least_bytes_agree():
         assert plan.largest_layer(budget - 1) >= seeds  # the disk mode builds it (and maybe more)
 
 
-def test_the_disk_mode_needs_the_working_state_and_one_slice_beside_the_largest_smaller_layer():
+def test_the_disk_mode_holds_one_slice_beside_the_largest_smaller_layer():
     for seeds in (20, 30, 36):
         stages = plan.BASE_BYTES + plan.working_bytes(seeds)
         layout = plan.disk_plan(seeds, plan.least_bytes(seeds) - 1)
         assert layout is not None and layout["memory_bytes"] <= plan.least_bytes(seeds) - 1
-        assert layout["memory_bytes"] >= stages and plan.disk_plan(seeds, stages - 1) is None
+        assert layout["memory_bytes"] >= stages and not layout["sliced_stages"]
+        below = plan.disk_plan(seeds, stages - 1)  # the working state does not fit: stages in slices
+        assert below is not None and below["sliced_stages"] and below["memory_bytes"] <= stages - 1
         assert sorted(m for g in layout["groups"] for m in g) == retrograde.exit_layers(seeds)
         bounds = layout["bounds"]
         assert bounds[0] == 0 and bounds[-1] == index.layer_size(seeds)
