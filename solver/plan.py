@@ -45,6 +45,8 @@ VISITS_A_STAGE = 20.0  # visits of each slice a stage, each a read and a write o
 UPDATES_BYTES = 20  # bytes a position of updates between slices over the stages (2.4 updates of 8 bytes)
 PENDING_BYTES = 8  # bytes a position of updates waiting in files at once, at most (a stage's: planned high)
 SLICED_SLOWDOWN = 2.0  # sweeps in place of the depth-first pass (as the distributed build)
+VISIT_SECONDS = 0.06  # what a visit costs beside its traffic and work: layer 16 in 2 slices, 1 thread, took 52 s
+# where the rest of the model gives 12 (654 visits)
 
 
 # Memory ----------------------------------------------------------------------------
@@ -191,10 +193,12 @@ def disk_least_bytes(seeds: int) -> int:
 
 def disk_seconds(seeds: int, layout: dict, rate: float) -> float:
     """The disk mode's time for layer `seeds` (a model): the in-memory time at
-    `rate`, an exit scan more for each group past the first, and the scratch
-    traffic at DISK_BANDWIDTH."""
+    `rate` (SLICED_SLOWDOWN times it for sliced stages, and VISIT_SECONDS a
+    visit), an exit scan more for each group past the first, and the
+    scratch traffic at DISK_BANDWIDTH."""
     size = index.layer_size(seeds)
-    return (size / rate * (SLICED_SLOWDOWN if layout["sliced_stages"] else 1.0)
+    visits = seeds * VISITS_A_STAGE * layout["slices"] if layout["sliced_stages"] else 0
+    return (size / rate * (SLICED_SLOWDOWN if layout["sliced_stages"] else 1.0) + visits * VISIT_SECONDS
             + (len(layout["groups"]) - 1) * size * EXIT_SCAN_SECONDS + layout["traffic_bytes"] / DISK_BANDWIDTH)
 
 
