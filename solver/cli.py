@@ -371,7 +371,7 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
     """The build in this process alone."""
     from . import build as builder
     from . import index
-    from .plan import least_bytes, mode
+    from .plan import disk_plan, least_bytes, mode
 
     bars, progress = _layer_bars(not (quiet or as_json) and sys.stderr.isatty())
     _compiling_notice(as_json)
@@ -379,10 +379,13 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
         total = sum(index.layer_size(n) for n in range(max_seeds + 1) if n not in leave_out)
         need = max(least_bytes(n) for n in range(max_seeds + 1))
         on_disk = [n for n in range(max_seeds + 1) if n not in leave_out and mode(n, budget) == "disk"]
+        sliced = [n for n in on_disk if (disk_plan(n, budget) or {}).get("sliced_stages")]
         click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory}; "
                    f"memory budget {budget / 2**30:.1f} GiB, the largest layer needs at least {need / 2**30:.1f} GiB"
                    + (f" in memory; layers {', '.join(map(str, on_disk))} in the disk mode, scratch in "
                       f"{scratch or os.path.join(directory, builder.SCRATCH_NAME)}" if on_disk else "")
+                   + (f" (layers {', '.join(map(str, sliced))} with their stages in slices too: many times slower, "
+                      "see awele plan)" if sliced else "")
                    + (f"; leaving out layer {', '.join(map(str, leave_out))}" if leave_out else ""))
     started = time.perf_counter()
     builder.build(max_seeds, directory, threads=threads, memory=budget, report=_layer_reporter(bars, as_json),
