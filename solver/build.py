@@ -186,7 +186,8 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
 
 
 def build_layer_on_disk(seeds: int, directory: str, scratch: str, store: LayerStore, layout: dict[str, Any],
-                        rows: tuple[np.ndarray, ...], progress: Callable | None = None) -> dict[str, Any]:
+                        rows: tuple[np.ndarray, ...], progress: Callable | None = None,
+                        checkpoint_interval: float = 600.0) -> dict[str, Any]:
     """Solve layer `seeds` in the disk mode (solver.disk) with `layout`
     (plan.disk_plan), its scratch files in `scratch`, and write its file;
     return stats. The scratch folder's free space is checked first against
@@ -199,7 +200,7 @@ def build_layer_on_disk(seeds: int, directory: str, scratch: str, store: LayerSt
         planned = os.environ.get(DISK_KILL_VARIABLE, "").split(":")
         kill_after = int(planned[1]) if len(planned) == 2 and planned[0] == str(seeds) else None
         layer = disk.DiskLayer(seeds, scratch, store, rows, layout, lambda m: _load(directory, store, m),
-                               kill_after=kill_after)
+                               kill_after=kill_after, checkpoint_interval=checkpoint_interval)
         layer.resume()
         need = layout["scratch_bytes"] - layer.scratch_bytes()
         free = disk.free_bytes(scratch)
@@ -230,7 +231,8 @@ class _no_lock:
 def build(max_seeds: int, directory: str | None = None, threads: int | None = None, memory: int | None = None,
           report: Callable[[dict], None] | None = None, progress: Callable | None = None,
           store: LayerStore | None = None, scratch: str | None = None, leave_out: Iterable[int] = (),
-          disk_slices: int | None = None, disk_sliced_stages: bool = False) -> LayerStore:
+          disk_slices: int | None = None, disk_sliced_stages: bool = False,
+          checkpoint_interval: float = 600.0) -> LayerStore:
     """Build every missing layer 0..max_seeds in order; reuse the valid ones.
 
     `memory` is the budget in bytes (default: available memory less a
@@ -241,6 +243,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     built if that layer is known up front. A corrupt or mismatched file
     raises, naming it: delete it to rebuild. Layers in `leave_out` are not
     built (47, for a build aimed at the opening: no game reaches it).
+    A layer in the disk mode saves its stages' state in the scratch folder
+    at most every `checkpoint_interval` seconds, where there is room.
     `disk_slices` forces the disk mode, in that many slices, on every layer
     it can take, and `disk_sliced_stages` its stages in slices (tests).
 
@@ -285,12 +289,14 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                         stats = build_layer(seeds, directory, store, budget, rows, progress=step)
                         row["mode"] = "memory"
                     else:
-                        stats = build_layer_on_disk(seeds, directory, scratch, store, layout, rows, progress=step)
+                        stats = build_layer_on_disk(seeds, directory, scratch, store, layout, rows, progress=step,
+                                                    checkpoint_interval=checkpoint_interval)
                         if scratch == os.path.join(directory, SCRATCH_NAME):
                             with contextlib.suppress(OSError):
                                 os.rmdir(scratch)  # the default folder goes once empty
                         row.update(mode="disk", slices=layout["slices"], scratch_bytes=layout["scratch_bytes"],
                                    sliced_stages=layout["sliced_stages"],
+                                   resumed_at_stage=stats.get("resumed_at_stage"),
                                    disk_bytes_read=stats["disk_bytes_read"],
                                    disk_bytes_written=stats["disk_bytes_written"])
                     row.update({k: stats[k] for k in ("exit_passes", "exit_seconds", "stage_seconds",

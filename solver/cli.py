@@ -229,7 +229,8 @@ def _budget(memory):
 @click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
               help="Save each layer's working state at stage boundaries here, so a rerun resumes mid-layer.")
 @click.option("--checkpoint-interval", type=click.FloatRange(min=0), default=600.0, show_default=True,
-              metavar="SECONDS", help="At most one checkpoint per this many seconds.")
+              metavar="SECONDS", help="At most one checkpoint per this many seconds (also of a layer in the disk "
+              "mode, in --scratch).")
 @click.option("--scratch", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Where layers built in the disk mode keep their working files (default: awele-scratch in --dir).")
 @click.option("--leave-out-47", "leave_out_47", is_flag=True,
@@ -263,7 +264,7 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
     if processes == 1 and checkpoint_dir is None:
         check_options()
         _build_here(max_seeds, directory, threads, _budget(memory), as_json, quiet, scratch,
-                    (UNREACHABLE_LAYER,) if leave_out_47 else ())
+                    (UNREACHABLE_LAYER,) if leave_out_47 else (), checkpoint_interval)
         return
     if scratch is not None or leave_out_47:
         raise UserError("--scratch and --leave-out-47 are for a build in one process without --checkpoint-dir")
@@ -367,7 +368,8 @@ def _compiling_notice(as_json):
 UNREACHABLE_LAYER = 47  # solver.build.UNREACHABLE, without importing the builder for the options
 
 
-def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=None, leave_out=()):
+def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=None, leave_out=(),
+                checkpoint_interval=600.0):
     """The build in this process alone."""
     from . import build as builder
     from . import index
@@ -389,7 +391,7 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
                    + (f"; leaving out layer {', '.join(map(str, leave_out))}" if leave_out else ""))
     started = time.perf_counter()
     builder.build(max_seeds, directory, threads=threads, memory=budget, report=_layer_reporter(bars, as_json),
-                  progress=progress, scratch=scratch, leave_out=leave_out)
+                  progress=progress, scratch=scratch, leave_out=leave_out, checkpoint_interval=checkpoint_interval)
     if not as_json:
         click.echo(f"done in {time.perf_counter() - started:.1f} s")
 

@@ -152,11 +152,14 @@ class DiskLayer:
 
     `layout` is plan.disk_plan's: slices (their bounds), exit groups, and
     whether the stages run in slices. `load(m)` puts smaller layer m in
-    `store` (checked), as the in-memory build does. `kill_after` (tests):
-    SIGKILL this process after that many steps of this run are recorded."""
+    `store` (checked), as the in-memory build does. Stages in memory save
+    their state at most every `checkpoint_interval` seconds (_checkpoint).
+    `kill_after` (tests): SIGKILL this process after that many steps of
+    this run are recorded."""
 
     def __init__(self, seeds: int, scratch: str, store: LayerStore, rows: tuple[np.ndarray, ...],
-                 layout: dict[str, Any], load: Callable[[int], None], kill_after: int | None = None) -> None:
+                 layout: dict[str, Any], load: Callable[[int], None], kill_after: int | None = None,
+                 checkpoint_interval: float = 600.0) -> None:
         self.seeds = seeds
         self.scratch = scratch
         self.store = store
@@ -172,6 +175,8 @@ class DiskLayer:
         self.load_seconds = 0.0
         self.written = self.read = 0
         self.journal: dict[str, Any] = {}
+        self.checkpoint_interval = checkpoint_interval
+        self.last_checkpoint = time.perf_counter()
 
     # The journal --------------------------------------------------------------------
 
@@ -193,6 +198,7 @@ class DiskLayer:
 
     def _own_files(self) -> list[str]:
         pattern = re.compile(rf"awele-{self.seeds:02d}\.(slice-\d+-of-\d+\.(group|visit)-\d+\.lines"
+                             rf"|stage-\d+\.lines"
                              rf"|to-\d+\.visit-\d+\.updates|disk\.json)"
                              rf"({re.escape(tables.TEMPORARY_SUFFIX)}-\d+)?")
         try:
@@ -215,7 +221,8 @@ class DiskLayer:
             journal = None
         journal = journal or self._fresh_journal()
         keep = {os.path.basename(journal_path(self.scratch, self.seeds))}
-        keep |= {name for name in journal["files"] if name}
+        keep |= {name for name in journal["files"] if name} | ({journal["checkpoint"][0]}
+                                                                if journal.get("checkpoint") else set())
         keep |= {entry[0] for inbox in journal["inbox"] for entry in inbox}
         for name in self._own_files():
             path = os.path.join(self.scratch, name)
@@ -269,13 +276,20 @@ class DiskLayer:
             stats = self._sliced_stages(progress)
         else:
             solver = retrograde.LayerSolver(self.seeds, self.store, self.rows)
-            for part in range(self.parts):
-                first_line = self.bounds[part] // retrograde.LINE_RANKS
-                lines = self._lines(part)
-                self._read_slice(part, solver.values[first_line * retrograde.LINE:(first_line + lines)
-                                                     * retrograde.LINE])
+            resumed = journal.get("checkpoint")
+            if resumed:
+                read_lines(self._path(resumed[0]), solver.values, resumed[1])
+                self.read += solver.values.nbytes
+            else:
+                for part in range(self.parts):
+                    first_line = self.bounds[part] // retrograde.LINE_RANKS
+                    lines = self._lines(part)
+                    self._read_slice(part, solver.values[first_line * retrograde.LINE:(first_line + lines)
+                                                         * retrograde.LINE])
             solver.exits_done(len(self.groups), journal["exit_seconds"], journal["exit_lookups"])
-            stats = solver.solve(progress)
+            stats = solver.solve(progress, first_stage=resumed[2] if resumed else None,
+                                 after_stage=lambda stage: self._checkpoint(solver, stage))
+            stats["resumed_at_stage"] = resumed[2] if resumed else None
         stats.update(disk_bytes_written=self.written, disk_bytes_read=self.read, slices=self.parts,
                      exit_wall_seconds=exits_wall, sliced_stages=self.sliced)
         return stats
@@ -331,6 +345,29 @@ class DiskLayer:
                 if before:
                     os.remove(self._path(before))
                 resident = (part, state)
+
+    def _checkpoint(self, solver: retrograde.LayerSolver, stage: int) -> None:
+        """After stage `stage` of stages in memory: at most every
+        `checkpoint_interval` seconds, and only when the scratch folder has
+        room for another copy of the working state, save it (one file), so
+        that a kill resumes at stage - 1; the exits' files, or the previous
+        checkpoint, are removed once it is recorded."""
+        if stage <= 1 or time.perf_counter() - self.last_checkpoint < self.checkpoint_interval:
+            return
+        if free_bytes(self.scratch) < solver.values.nbytes + (1 << 26):
+            return  # no room for two copies: a kill resumes from the last checkpoint there is
+        journal = self.journal
+        name = f"awele-{self.seeds:02d}.stage-{stage - 1:02d}.lines"
+        crc = write_lines(self._path(name), solver.values, self.scratch, self.seeds)
+        self.written += solver.values.nbytes
+        replaced = [name for name in journal["files"] if name] + ([journal["checkpoint"][0]]
+                                                                   if journal.get("checkpoint") else [])
+        journal["checkpoint"] = [name, crc, stage - 1]
+        journal["files"] = [None] * self.parts
+        self._commit(journal)
+        for old in replaced:
+            os.remove(self._path(old))
+        self.last_checkpoint = time.perf_counter()
 
     # Sliced stages ------------------------------------------------------------------
 

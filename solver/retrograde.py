@@ -1564,8 +1564,11 @@ class LayerSolver:
         self.exit_seconds = seconds
         self.exit_lookups = lookups
 
-    def solve(self, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
-        """Run the stages; return stats. The layer is then loaded in the store."""
+    def solve(self, progress: Callable[[str, float], None] | None = None, first_stage: int | None = None,
+              after_stage: Callable[[int], None] | None = None) -> dict[str, Any]:
+        """Run the stages; return stats. The layer is then loaded in the store.
+        `first_stage` resumes at that stage a state `after_stage(stage)` saw
+        (solver.disk checkpoints it there: self.values is the state)."""
         missing = [m for m in exit_layers(self.seeds) if m not in self.done]
         if missing or not self.passes:
             raise ValueError(f"layer {self.seeds}: no exit pass yet over layers {missing}")
@@ -1582,7 +1585,8 @@ class LayerSolver:
             return propagate_stage(stage, seeds, size, self.values, self.value_words, flags, self.rows, scratch)
 
         stages, seed_seconds = run_stages(seeds, self.values, self.value_words, self.counts, sweep, progress,
-                                          lined_ranks=size, seed_and_tell=seed_and_tell)
+                                          lined_ranks=size, seed_and_tell=seed_and_tell, first_stage=first_stage,
+                                          after_stage=after_stage)
         working = self.working_bytes
         slot = self.store.layer(seeds)
         with thread_count(1 if size < SERIAL_SIZE else None):

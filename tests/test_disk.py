@@ -76,9 +76,10 @@ def test_every_cut_into_slices_and_groups_gives_the_same_layer(table_dir, tmp_pa
     assert not os.listdir(os.path.join(directory, build.SCRATCH_NAME))
 
 
-def _killed_build(directory, seeds, steps, parts=3, sliced=False):
+def _killed_build(directory, seeds, steps, parts=3, sliced=False, interval=600.0):
     code = ("import sys\nfrom solver import build\n"
-            f"build.build({seeds}, {directory!r}, threads=1, disk_slices={parts}, disk_sliced_stages={sliced})\n")
+            f"build.build({seeds}, {directory!r}, threads=1, disk_slices={parts}, disk_sliced_stages={sliced}, "
+            f"checkpoint_interval={interval})\n")
     env = dict(os.environ, **{build.DISK_KILL_VARIABLE: f"{seeds}:{steps}"})
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
 
@@ -137,6 +138,23 @@ def test_a_build_killed_in_its_sliced_stages_resumes_at_the_last_visit(table_dir
     assert journal["sliced"] and journal["stage"] is not None and journal["visits"] > 0
     build.build(10, directory, threads=1, disk_slices=3, disk_sliced_stages=True)
     assert _digest(tables.load_values(directory, 10)) == HASHES[10]
+    assert not os.path.exists(scratch)
+
+
+def test_a_build_killed_in_its_stages_resumes_at_the_last_stage_checkpoint(table_dir, tmp_path):
+    directory = _copy_layers(table_dir, tmp_path / "db", range(13))
+    # 3 steps for the exits (3 slices, 1 group), then a checkpoint after every stage: killed after the second.
+    assert _killed_build(directory, 13, 5, interval=0.0).returncode == -9
+    scratch = os.path.join(directory, build.SCRATCH_NAME)
+    journal = json.load(open(disk.journal_path(scratch, 13)))
+    assert journal["checkpoint"][2] == 11 and journal["files"] == [None, None, None]
+    # Killed right after the record: the checkpoint it replaced is still there, for the rerun to remove.
+    assert sorted(name for name in os.listdir(scratch) if name.endswith(".lines")) == [
+        "awele-13.stage-11.lines", "awele-13.stage-12.lines"]
+    rows = []
+    build.build(13, directory, threads=1, disk_slices=3, report=rows.append, checkpoint_interval=0.0)
+    assert rows[-1]["resumed_at_stage"] == 11
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]
     assert not os.path.exists(scratch)
 
 
