@@ -43,7 +43,7 @@ STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chu
 # crosses between slices at nearly every ply, so a stage visits each slice about 20 times.
 VISITS_A_STAGE = 20.0  # visits of each slice a stage, each a read and a write of it
 UPDATES_BYTES = 20  # bytes a position of updates between slices over the stages (2.4 updates of 8 bytes)
-PENDING_BYTES = 8  # bytes a position of updates waiting in files at once, at most (a stage's: planned high)
+PENDING_BYTES = 1  # bytes a position of updates waiting in files at once, planned high (layers 21, 22: < 0.05)
 SLICED_SLOWDOWN = 2.0  # sweeps in place of the depth-first pass (as the distributed build)
 VISIT_SECONDS = 0.37  # what a visit costs beside its traffic and work (its CRCs, syncs, start-up): layer 21 in
 # 4 slices, 1 thread, took 797 s where the rest of the model gives 145 (1,754 visits; layer 16: 0.06 s a visit)
