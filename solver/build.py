@@ -33,6 +33,7 @@ from .layers import LayerStore
 from .plan import (
     BASE_BYTES,
     default_budget,
+    disk_least_bytes,
     disk_plan,
     exit_groups,
     least_bytes,
@@ -271,7 +272,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
         missing = [n for n in range(max_seeds + 1) if n not in leave_out and not _existing_layer_ok(directory, n)]
         too_big = [n for n in missing if mode(n, budget) == "too big"]
         if too_big:
-            raise BuildError(memory_message(too_big[0], budget))
+            raise BuildError(f"{memory_message(too_big[0], budget)}; the disk mode needs "
+                             f"{disk_least_bytes(too_big[0]) / 2**30:.1f} GiB for it (docs/DISK.md)")
         store = store if store is not None and store.max_seeds >= max_seeds else LayerStore(max_seeds)
         rows = index.RowTables(max_seeds).arrays
         with retrograde.thread_count(threads):
