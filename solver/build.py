@@ -31,15 +31,18 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-from . import distributed, index, retrograde, tables
+from . import disk, distributed, index, retrograde, tables
 from .errors import BuildError, CorruptTableError, TableMismatchError, TableWriteError
 from .layers import LayerStore
 from .plan import (
     BASE_BYTES,
     default_budget,
+    disk_least_bytes,
+    disk_plan,
     exit_groups,
     least_bytes,
     memory_message,
+    mode,
     process_bytes,
     process_memory_message,
     verify_bytes,
@@ -48,6 +51,9 @@ from .plan import (
 )
 
 LOCK_NAME = ".awele-build.lock"
+SCRATCH_NAME = "awele-scratch"  # the disk mode's scratch folder inside the tables folder, unless --scratch
+DISK_KILL_VARIABLE = "AWELE_TEST_DISK_KILL"  # "seeds:steps": SIGKILL after that many disk-mode steps (tests)
+UNREACHABLE = 47  # the one layer no game reaches: the first capture takes at least 2 of the 48 seeds
 
 
 def peak_memory_bytes() -> int:
@@ -275,16 +281,69 @@ def _warm_up(max_seeds):
     tables.byte_histogram(np.zeros(1, dtype=np.int8))
 
 
+def build_layer_on_disk(seeds: int, directory: str, scratch: str, store: LayerStore, layout: dict[str, Any],
+                        rows: tuple[np.ndarray, ...], progress: Callable | None = None,
+                        checkpoint_interval: float = 600.0) -> dict[str, Any]:
+    """Solve layer `seeds` in the disk mode (solver.disk) with `layout`
+    (plan.disk_plan), its scratch files in `scratch`, and write its file;
+    return stats. The scratch folder's free space is checked first against
+    the layout's peak, less what a killed run of this layer left there to
+    resume from."""
+    _usable_folder(scratch, "scratch folder")
+    inside = os.path.realpath(os.path.dirname(os.path.abspath(scratch))) == os.path.realpath(directory)
+    # A scratch folder elsewhere could be another build's too: it is locked as a tables folder is.
+    with _no_lock() if inside else BuildLock(scratch):
+        planned = os.environ.get(DISK_KILL_VARIABLE, "").split(":")
+        kill_after = int(planned[1]) if len(planned) == 2 and planned[0] == str(seeds) else None
+        layer = disk.DiskLayer(seeds, scratch, store, rows, layout, lambda m: _load(directory, store, m),
+                               kill_after=kill_after, checkpoint_interval=checkpoint_interval)
+        layer.resume()
+        need = layout["scratch_bytes"] - layer.scratch_bytes()
+        free = disk.free_bytes(scratch)
+        if free < need:
+            raise BuildError(f"layer {seeds} needs {need / 1e9:.1f} GB in the scratch folder {scratch} (disk mode), "
+                             f"which has {free / 1e9:.1f} GB free: free some space or give another --scratch")
+        stats = layer.solve(progress)
+        started = time.perf_counter()
+        values, counts = layer.values()
+        tables.write_table(
+            directory, seeds, values, counts=counts, build_seconds=time.perf_counter() - layer.started,
+            extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
+                   "exit_passes": stats["exit_passes"], "disk_slices": layout["slices"]})
+        stats["write_seconds"] = time.perf_counter() - started
+        stats["load_seconds"] = layer.load_seconds
+        layer.clear()
+    return stats
+
+
+class _no_lock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 @_stops_on_signals
 def build(max_seeds: int, directory: str | None = None, threads: int | None = None, memory: int | None = None,
           report: Callable[[dict], None] | None = None, progress: Callable | None = None,
-          store: LayerStore | None = None) -> LayerStore:
+          store: LayerStore | None = None, scratch: str | None = None, leave_out: Iterable[int] = (),
+          disk_slices: int | None = None, disk_sliced_stages: bool = False,
+          checkpoint_interval: float = 600.0) -> LayerStore:
     """Build every missing layer 0..max_seeds in order; reuse the valid ones.
 
     `memory` is the budget in bytes (default: available memory less a
-    margin); a layer that cannot fit raises BuildError before any work on it
-    starts, and before any layer is built if that layer is known up front.
-    A corrupt or mismatched file raises, naming it: delete it to rebuild.
+    margin). A layer whose in-memory need exceeds it is built in the disk
+    mode (solver.disk), its scratch files in `scratch` (default: a folder
+    awele-scratch in the tables folder); a layer that fits neither way
+    raises BuildError before any work on it starts, and before any layer is
+    built if that layer is known up front. A corrupt or mismatched file
+    raises, naming it: delete it to rebuild. Layers in `leave_out` are not
+    built (47, for a build aimed at the opening: no game reaches it).
+    A layer in the disk mode saves its stages' state in the scratch folder
+    at most every `checkpoint_interval` seconds, where there is room.
+    `disk_slices` forces the disk mode, in that many slices, on every layer
+    it can take, and `disk_sliced_stages` its stages in slices (tests).
 
     report(dict) is called after each layer with: seeds, positions, seconds,
     positions_per_second, peak_bytes, built (False when the file was there),
@@ -296,13 +355,21 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     """
     directory = directory or tables.default_directory()
     budget = int(memory or default_budget())
+    scratch = scratch or os.path.join(directory, SCRATCH_NAME)
+    leave_out = set(leave_out)
+    for seeds in range(max_seeds + 1):
+        needed = sorted(leave_out & set(retrograde.exit_layers(seeds)))
+        if needed and seeds not in leave_out:
+            raise BuildError(f"layer {seeds} needs layer {needed[0]}: only a layer no later one captures into "
+                             f"(47, for 48) can be left out")
     prepare_directory(directory)
     with BuildLock(directory):
         _remove_leftovers(directory)
-        missing = [n for n in range(max_seeds + 1) if not _existing_layer_ok(directory, n)]
-        too_big = [n for n in missing if least_bytes(n) > budget]
+        missing = [n for n in range(max_seeds + 1) if n not in leave_out and not _existing_layer_ok(directory, n)]
+        too_big = [n for n in missing if mode(n, budget) == "too big"]
         if too_big:
-            raise BuildError(memory_message(too_big[0], budget))
+            raise BuildError(f"{memory_message(too_big[0], budget)}; the disk mode needs "
+                             f"{disk_least_bytes(too_big[0]) / 2**30:.1f} GiB for it (docs/DISK.md)")
         store = store if store is not None and store.max_seeds >= max_seeds else LayerStore(max_seeds)
         rows = index.RowTables(max_seeds).arrays
         with retrograde.thread_count(threads):
@@ -311,9 +378,27 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
             for seeds in range(max_seeds + 1):
                 started = time.perf_counter()
                 row: dict[str, Any] = {"seeds": seeds, "positions": index.layer_size(seeds), "built": seeds in missing}
+                if seeds in leave_out:
+                    continue
                 if seeds in missing:
                     step = progress and (lambda step, fraction, n=seeds: progress(n, step, fraction))
-                    stats = build_layer(seeds, directory, store, budget, rows, progress=step)
+                    layout = disk_plan(seeds, budget, disk_slices, disk_sliced_stages) if disk_slices else None
+                    if layout is None and least_bytes(seeds) > budget:
+                        layout = disk_plan(seeds, budget)
+                    if layout is None:
+                        stats = build_layer(seeds, directory, store, budget, rows, progress=step)
+                        row["mode"] = "memory"
+                    else:
+                        stats = build_layer_on_disk(seeds, directory, scratch, store, layout, rows, progress=step,
+                                                    checkpoint_interval=checkpoint_interval)
+                        if scratch == os.path.join(directory, SCRATCH_NAME):
+                            with contextlib.suppress(OSError):
+                                os.rmdir(scratch)  # the default folder goes once empty
+                        row.update(mode="disk", slices=layout["slices"], scratch_bytes=layout["scratch_bytes"],
+                                   sliced_stages=layout["sliced_stages"],
+                                   resumed_at_stage=stats.get("resumed_at_stage"),
+                                   disk_bytes_read=stats["disk_bytes_read"],
+                                   disk_bytes_written=stats["disk_bytes_written"])
                     row.update({k: stats[k] for k in ("exit_passes", "exit_seconds", "stage_seconds",
                                                       "load_seconds", "write_seconds", "exit_lookups",
                                                       "predecessors_told", "stage_accesses")})

@@ -269,16 +269,23 @@ def _budget(memory, builds=True):
 @click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
               help="Save each layer's working state at stage boundaries here, so a rerun resumes mid-layer.")
 @click.option("--checkpoint-interval", type=click.FloatRange(min=0), default=600.0, show_default=True,
-              metavar="SECONDS", help="At most one checkpoint per this many seconds.")
+              metavar="SECONDS", help="At most one checkpoint per this many seconds (also of a layer in the disk "
+              "mode, in --scratch).")
+@click.option("--scratch", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Where layers built in the disk mode keep their working files (default: awele-scratch in --dir).")
+@click.option("--leave-out-47", "leave_out_47", is_flag=True,
+              help="Do not build layer 47: no game reaches it (the first capture takes two seeds).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per layer.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def build(max_seeds: int, directory: str | None, threads: int | None, memory: str | None, checkpoint_dir: str | None,
-          checkpoint_interval: float, as_json: bool, quiet: bool) -> None:
+          checkpoint_interval: float, scratch: str | None, leave_out_47: bool, as_json: bool, quiet: bool) -> None:
     """Build the endgame tables up to N seeds; layers already built are reused.
 
     Each layer takes 1.5 bytes a position while it is built, plus its smaller
     layers (n-15..n-2) at a byte a position, a group at a time when they do
-    not all fit in the memory budget (see `awele plan`).
+    not all fit in the memory budget (see `awele plan`). A layer that does
+    not fit so is built in the disk mode: its exits a slice at a time
+    through --scratch, then its stages in memory (docs/DISK.md).
 
     Under MPI (`mpiexec -n P awele build ...`, with the mpi extra) every
     process holds a slice of each layer, --memory is each process's budget,
@@ -296,8 +303,11 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
     processes = distributed.launched_processes()
     if processes == 1 and checkpoint_dir is None:
         check_options()
-        _build_here(max_seeds, directory, threads, _budget(memory), as_json, quiet)
+        _build_here(max_seeds, directory, threads, _budget(memory), as_json, quiet, scratch,
+                    (UNREACHABLE_LAYER,) if leave_out_47 else (), checkpoint_interval)
         return
+    if scratch is not None or leave_out_47:
+        raise UserError("--scratch and --leave-out-47 are for a build in one process without --checkpoint-dir")
     exchange = distributed.world() if processes > 1 else distributed.Exchange()
     try:
         check_options()
@@ -372,6 +382,10 @@ def _layer_reporter(bars, as_json):
             f"layer {row['seeds']:2d}: {row['positions']:>13,} positions  {row['seconds']:8.2f} s  "
             f"{row['positions_per_second'] or 0:>12,.0f} positions/s  peak {row['peak_bytes'] / 2**20:8.0f} MiB"
             + (f"  {row['exit_passes']} exit passes" if row.get("exit_passes", 1) > 1 else "")
+            + (f"  disk mode: {row['slices']} slices{' (stages too)' if row['sliced_stages'] else ''}, "
+               f"{row['scratch_bytes'] / 1e9:.2f} GB scratch, "
+               f"{(row['disk_bytes_read'] + row['disk_bytes_written']) / 1e9:.2f} GB read and written"
+               if row.get("mode") == "disk" else "")
         )
         if row.get("processes", 1) > 1:
             line += (f"  exchanged {row['bytes_exchanged_per_position']:.1f} B/position, "
@@ -391,22 +405,33 @@ def _compiling_notice(as_json):
                    "start at once)", err=True)
 
 
-def _build_here(max_seeds, directory, threads, budget, as_json, quiet):
+UNREACHABLE_LAYER = 47  # solver.build.UNREACHABLE, without importing the builder for the options
+
+
+def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=None, leave_out=(),
+                checkpoint_interval=600.0):
     """The build in this process alone."""
     from . import build as builder
     from . import index
-    from .plan import least_bytes
+    from .plan import disk_plan, least_bytes, mode
 
     bars, progress = _layer_bars(not (quiet or as_json) and sys.stderr.isatty())
     _compiling_notice(as_json)
     if not as_json:
-        total = sum(index.layer_size(n) for n in range(max_seeds + 1))
+        total = sum(index.layer_size(n) for n in range(max_seeds + 1) if n not in leave_out)
         need = max(least_bytes(n) for n in range(max_seeds + 1))
+        on_disk = [n for n in range(max_seeds + 1) if n not in leave_out and mode(n, budget) == "disk"]
+        sliced = [n for n in on_disk if (disk_plan(n, budget) or {}).get("sliced_stages")]
         click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory}; "
-                   f"memory budget {budget / 2**30:.1f} GiB, the largest layer needs at least {need / 2**30:.1f} GiB")
+                   f"memory budget {budget / 2**30:.1f} GiB, the largest layer needs at least {need / 2**30:.1f} GiB"
+                   + (f" in memory; layers {', '.join(map(str, on_disk))} in the disk mode, scratch in "
+                      f"{scratch or os.path.join(directory, builder.SCRATCH_NAME)}" if on_disk else "")
+                   + (f" (layers {', '.join(map(str, sliced))} with their stages in slices too: many times slower, "
+                      "see awele plan)" if sliced else "")
+                   + (f"; leaving out layer {', '.join(map(str, leave_out))}" if leave_out else ""))
     started = time.perf_counter()
     builder.build(max_seeds, directory, threads=threads, memory=budget, report=_layer_reporter(bars, as_json),
-                  progress=progress)
+                  progress=progress, scratch=scratch, leave_out=leave_out, checkpoint_interval=checkpoint_interval)
     if not as_json:
         click.echo(f"done in {time.perf_counter() - started:.1f} s")
 
@@ -450,9 +475,12 @@ def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoi
               help="With --processes: threads a process (default: this machine's cores).")
 @click.option("--bandwidth", type=click.FloatRange(min=0.001), default=1.25, show_default=True, metavar="GB/S",
               help="With --processes: what each process exchanges a second over the network, in GB/s.")
+@click.option("--leave-out-47", "leave_out_47", is_flag=True,
+              help="Plan a build without layer 47 (no game reaches it), and show what that saves.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def plan(max_seeds: int, memory: str | None, directory: str | None, processes: int | None,
-         memory_per_process: str | None, threads: int | None, bandwidth: float, as_json: bool) -> None:
+         memory_per_process: str | None, threads: int | None, bandwidth: float, leave_out_47: bool,
+         as_json: bool) -> None:
     """Per layer: positions, memory, exit passes, file size and time, under a memory budget.
 
     Times and file sizes come from the largest layer built in the tables
@@ -468,7 +496,8 @@ def plan(max_seeds: int, memory: str | None, directory: str | None, processes: i
     if processes is None:
         if memory_per_process is not None or threads is not None:
             raise UserError("--memory-per-process and --threads go with --processes")
-        _plan_here(model.plan(max_seeds, _budget(memory), directory), max_seeds, as_json)
+        _plan_here(model.plan(max_seeds, _budget(memory), directory,
+                              leave_out=(UNREACHABLE_LAYER,) if leave_out_47 else ()), max_seeds, as_json)
         return
     if memory is not None and memory_per_process is not None:
         raise UserError("give --memory-per-process (or --memory), not both")
@@ -511,25 +540,41 @@ def _plan_here(result, max_seeds, as_json):
     if as_json:
         emit_json(result)
         return
-    click.echo(f"memory budget {result['budget_bytes'] / 2**30:.1f} GiB: "
-               f"builds layers up to {result['largest_layer']}; "
-               f"rates from {result['measured_on']} ({result['rate']:,.0f} positions/s, "
-               f"{result['file_bytes_per_position']:.3f} B/position on disk)")
-    click.echo(f"{'seeds':>5} {'positions':>16} {'working':>9} {'smaller':>9} {'peak':>9} {'passes':>6} "
-               f"{'file':>9} {'time':>10}")
     gib = 2**30
+    click.echo(f"memory budget {result['budget_bytes'] / gib:.1f} GiB: builds layers up to "
+               f"{result['largest_in_memory']} in memory, {result['largest_layer']} with the disk mode; "
+               f"rates from {result['measured_on']} ({result['rate']:,.0f} positions/s, "
+               f"{result['file_bytes_per_position']:.3f} B/position on disk; scratch disk at "
+               f"{result['disk_bandwidth'] / 1e9:.1f} GB/s)")
+    click.echo(f"{'seeds':>5} {'positions':>16} {'mode':>7} {'memory':>9} {'scratch':>9} {'passes':>6} "
+               f"{'file':>9} {'time':>10}")
     total_seconds = total_bytes = 0
     for row in result["layers"]:
         total_seconds += row["seconds"]
         total_bytes += row["file_bytes"]
-        peak = f"{row['peak_bytes'] / gib:8.1f}G" if row["fits"] else "  too big"
-        passes = f"{row['exit_passes']:>6}" if row["fits"] else f"{'-':>6}"
+        if row["mode"] == "left out":
+            click.echo(f"{row['seeds']:>5} {row['positions']:>16,} {'-':>7}   left out (no game reaches it)")
+            continue
+        fits = row["mode"] in ("memory", "disk")
+        memory = row["peak_bytes"] if fits else row["disk_least_bytes"]
+        shown = "sliced" if row.get("sliced_stages") else row["mode"]
         click.echo(
-            f"{row['seeds']:>5} {row['positions']:>16,} {row['working_bytes'] / gib:8.1f}G "
-            f"{row['smaller_layer_bytes'] / gib:8.1f}G {peak} {passes} {row['file_bytes'] / gib:8.2f}G "
-            f"{_duration(row['seconds']):>10}"
+            f"{row['seeds']:>5} {row['positions']:>16,} {shown:>7} "
+            f"{memory / gib:8.1f}G{'' if fits else '!'} {row['scratch_bytes'] / 1e9:8.1f}G "
+            f"{row['exit_passes'] if fits else '-':>6} {row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10}"
         )
-    click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)}, {total_bytes / gib:.1f} GiB on disk")
+    click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)}, {total_bytes / gib:.1f} GiB on disk"
+               " (scratch in GB of 10^9 bytes; memory! = the least the layer needs, more than the budget)")
+    if result["leave_out"]:
+        saved = result["saved"]
+        click.echo(f"leaving out layer {', '.join(map(str, result['leave_out']))} saves {saved['positions']:,} "
+                   f"positions, {_duration(saved['seconds'])} and {saved['file_bytes'] / gib:.1f} GiB on disk")
+    too_big = [row for row in result["layers"] if row["mode"] == "too big"]
+    if too_big:
+        click.echo(f"layers {too_big[0]['seeds']}.. do not fit: the disk mode holds a slice of a layer beside its "
+                   "largest smaller layer (a byte a position); "
+                   + ", ".join(f"layer {row['seeds']} needs {row['disk_least_bytes'] / gib:.1f} GiB"
+                               for row in too_big[:4]))
 
 
 def _duration(seconds):

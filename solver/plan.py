@@ -15,6 +15,7 @@ measured on this project's machine (docs/CLUSTER.md).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 
@@ -31,6 +32,21 @@ DEFAULT_BANDWIDTH = 1.25e9  # bytes a second a process can exchange: 10 Gb/s Eth
 # Measured on layer 24 with `python benchmarks/build.py --processes 2 --max-seeds 24` (docs/CLUSTER.md):
 DEFAULT_EXCHANGE = 54.0  # bytes exchanged a position as processes grow many: 26.8 at P = 2, times P / (P - 1)
 DEFAULT_OVERHEAD = 3.1  # distributed / single-process seconds on the same cores (2 x 1 thread against 1 x 2)
+# The disk mode (solver.disk, docs/DISK.md):
+SLICE_UNIT = 5376  # a slice of a layer starts at a multiple of this: lcm(LINE_RANKS, BLOCK), whole lines and blocks
+MAX_SLICES = 16  # the most slices a layer's exits are cut into
+DISK_BANDWIDTH = 1.7e9  # bytes a second the scratch disk reads or writes sequentially (dd, direct I/O, here)
+EXIT_SCAN_SECONDS = 3.0e-8  # seconds a position an exit pass over one more group adds, 2 cores (layer 20, DISK.md)
+MAX_SLICED = 256  # the most slices of a layer whose stages run a slice at a time
+STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chunk at a time, block flags
+# Sliced stages, measured on layer 16 in 2 and 4 slices (docs/DISK.md): a chain of won and lost positions
+# crosses between slices at nearly every ply, so a stage visits each slice about 20 times.
+VISITS_A_STAGE = 20.0  # visits of each slice a stage, each a read and a write of it
+UPDATES_BYTES = 20  # bytes a position of updates between slices over the stages (2.4 updates of 8 bytes)
+PENDING_BYTES = 1  # bytes a position of updates waiting in files at once, planned high (layers 21, 22: < 0.05)
+SLICED_SLOWDOWN = 2.0  # sweeps in place of the depth-first pass (as the distributed build)
+VISIT_SECONDS = 0.37  # what a visit costs beside its traffic and work (its CRCs, syncs, start-up): layer 21 in
+# 4 slices, 1 thread, took 797 s where the rest of the model gives 145 (1,754 visits; layer 16: 0.06 s a visit)
 
 
 # Memory ----------------------------------------------------------------------------
@@ -89,13 +105,101 @@ def process_bytes(seeds: int, processes: int, threads: int = 1, outbox: int | No
     return BASE_BYTES + share(working_bytes(seeds)) + smaller + buffers
 
 
-def largest_layer(budget: int) -> int:
-    """The largest layer a budget can build (-1 if none)."""
+def largest_layer(budget: int, disk: bool = True) -> int:
+    """The largest layer a budget can build (-1 if none), in memory or, with
+    `disk`, in either mode."""
     best = -1
     for seeds in range(index.MAX_SEEDS + 1):
-        if least_bytes(seeds) <= budget:
+        if least_bytes(seeds) <= budget or (disk and disk_plan(seeds, budget) is not None):
             best = seeds
     return best
+
+
+def mode(seeds: int, budget: int) -> str:
+    """How a build under `budget` makes layer `seeds`: "memory", "disk" or "too big"."""
+    if least_bytes(seeds) <= budget:
+        return "memory"
+    return "disk" if disk_plan(seeds, budget) is not None else "too big"
+
+
+def disk_bounds(size: int, parts: int) -> list[int]:
+    """Where each of `parts` slices of a layer of `size` positions starts (and
+    the end), cut at multiples of SLICE_UNIT."""
+    return [size * part // parts // SLICE_UNIT * SLICE_UNIT for part in range(parts)] + [size]
+
+
+def _slice_lines(bounds: list[int]) -> list[int]:
+    return [(hi - lo + retrograde.LINE_RANKS - 1) // retrograde.LINE_RANKS for lo, hi in itertools.pairwise(bounds)]
+
+
+def disk_plan(seeds: int, budget: int, parts: int | None = None, sliced_stages: bool = False) -> dict | None:
+    """The disk mode's layout of layer `seeds` under `budget` (solver.disk), or
+    None when it cannot build it: the working state must fit for the stages
+    (BASE_BYTES + working_bytes), and one slice beside the largest smaller
+    layer for the exits. The slices are cut to give the fewest exit groups,
+    and then as many as MAX_SLICES allows (the smaller a slice, the less
+    memory and scratch disk beside the others); `parts` forces their
+    number (tests).
+
+    Returns slices, bounds, groups (smaller layers by exit pass),
+    memory_bytes (the peak of either phase), scratch_bytes (the peak in the
+    scratch folder: every slice, and the next file of one) and
+    traffic_bytes (scratch read and written; the smaller layers' files are
+    read as in memory, once a group)."""
+    size = index.layer_size(seeds)
+    stages = BASE_BYTES + working_bytes(seeds)
+    sliced = stages > budget or bool(sliced_stages)
+    if size < SLICE_UNIT * 2:
+        return None
+    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
+    best = None
+    for count in [parts] if parts else range(2, (MAX_SLICED if sliced else MAX_SLICES) + 1):
+        bounds = disk_bounds(size, count)
+        if min(hi - lo for lo, hi in itertools.pairwise(bounds)) <= 0:
+            break
+        piece = max(_slice_lines(bounds)) * retrograde.LINE
+        room = budget - BASE_BYTES - piece
+        if largest > room or (sliced and BASE_BYTES + piece + STAGE_BUFFER_BYTES > budget):
+            continue
+        groups = _first_fit(retrograde.exit_layers(seeds), room)
+        # As few exit passes as can be; then, stages in memory, the smallest slices (the least memory and
+        # scratch beside the others); sliced stages, the fewest slices (the fewest visits a stage).
+        if best is None or len(groups) < len(best[2]) or (len(groups) == len(best[2]) and not sliced):
+            best = (count, bounds, groups, piece)
+    if best is None:
+        return None
+    count, bounds, groups, piece = best
+    state = sum(_slice_lines(bounds)) * retrograde.LINE
+    group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
+    # Sliced stages: each stage visits each slice about VISITS_A_STAGE times (read and written), and the
+    # updates between slices go through files (written and read once).
+    stage_traffic = int(seeds * VISITS_A_STAGE * 2 * state + 2 * size * UPDATES_BYTES) if sliced else state
+    return {"slices": count, "bounds": bounds, "groups": groups, "sliced_stages": sliced,
+            "memory_bytes": max(BASE_BYTES + piece + STAGE_BUFFER_BYTES if sliced else stages,
+                                BASE_BYTES + piece + group_bytes),
+            "scratch_bytes": state + piece + (size * PENDING_BYTES if sliced else 0),
+            "traffic_bytes": 2 * len(groups) * state + stage_traffic}
+
+
+def disk_least_bytes(seeds: int) -> int:
+    """The least budget the disk mode builds layer `seeds` in: the process,
+    its largest smaller layer beside a slice (the exits; in as many slices
+    as the sliced stages take), and no less than the sliced stages need."""
+    bounds = disk_bounds(index.layer_size(seeds), MAX_SLICED)
+    piece = max(_slice_lines(bounds)) * retrograde.LINE
+    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
+    return BASE_BYTES + piece + max(largest, STAGE_BUFFER_BYTES)
+
+
+def disk_seconds(seeds: int, layout: dict, rate: float) -> float:
+    """The disk mode's time for layer `seeds` (a model): the in-memory time at
+    `rate` (SLICED_SLOWDOWN times it for sliced stages, and VISIT_SECONDS a
+    visit), an exit scan more for each group past the first, and the
+    scratch traffic at DISK_BANDWIDTH."""
+    size = index.layer_size(seeds)
+    visits = seeds * VISITS_A_STAGE * layout["slices"] if layout["sliced_stages"] else 0
+    return (size / rate * (SLICED_SLOWDOWN if layout["sliced_stages"] else 1.0) + visits * VISIT_SECONDS
+            + (len(layout["groups"]) - 1) * size * EXIT_SCAN_SECONDS + layout["traffic_bytes"] / DISK_BANDWIDTH)
 
 
 def exit_groups(seeds: int, budget: int) -> list[list[int]]:
@@ -234,14 +338,18 @@ def measured_rates(directory: str | os.PathLike[str]) -> tuple[float, float, str
     return rate, file_bytes, source
 
 
-def plan(max_seeds: int, budget: int | None = None, directory: str | None = None) -> dict:
-    """Per layer 0..max_seeds: positions, working and peak memory, exit passes,
-    file size and build time estimates under `budget` (dicts), and what the
-    estimates rest on."""
+def plan(max_seeds: int, budget: int | None = None, directory: str | None = None,
+         leave_out: tuple[int, ...] = ()) -> dict:
+    """Per layer 0..max_seeds: positions, the mode it is built in (memory,
+    disk, too big), working and peak memory, exit passes, scratch disk, file
+    size and build time estimates under `budget` (dicts), and what the
+    estimates rest on. Layers in `leave_out` (47: it cannot arise in a game)
+    are planned as not built, and `saved` says what that saves."""
     budget = budget or default_budget()
     directory = directory or tables.default_directory()
     rate, file_bytes, source = measured_rates(directory)
     rows = []
+    saved: dict[str, float] = {"positions": 0, "seconds": 0.0, "file_bytes": 0}
     for seeds in range(max_seeds + 1):
         size = index.layer_size(seeds)
         lower = sum(index.layer_size(m) for m in retrograde.exit_layers(seeds))
@@ -253,17 +361,35 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
             "least_bytes": least_bytes(seeds),
             "file_bytes": int(size * file_bytes),
             "seconds": size / rate,
-            "fits": least_bytes(seeds) <= budget,
+            "mode": mode(seeds, budget),
+            "scratch_bytes": 0,
         }
-        if row["fits"]:
+        row["fits"] = row["mode"] != "too big"
+        if row["mode"] == "memory":
             groups = exit_groups(seeds, budget)
             row["exit_passes"] = len(groups)
             row["peak_bytes"] = BASE_BYTES + working_bytes(seeds) + max(
                 sum(index.layer_size(m) for m in g) for g in groups
             )
+        elif row["mode"] == "disk":
+            layout = disk_plan(seeds, budget)
+            assert layout is not None, "mode() said disk"
+            row.update(exit_passes=len(layout["groups"]), peak_bytes=layout["memory_bytes"], slices=layout["slices"],
+                       sliced_stages=layout["sliced_stages"],
+                       scratch_bytes=layout["scratch_bytes"], disk_traffic_bytes=layout["traffic_bytes"],
+                       seconds=disk_seconds(seeds, layout, rate))
+        else:
+            row["disk_least_bytes"] = disk_least_bytes(seeds)
+        if seeds in leave_out:
+            saved["positions"] += size
+            saved["seconds"] += float(row["seconds"])  # type: ignore[arg-type]  # a number in this row
+            saved["file_bytes"] += int(size * file_bytes)
+            row.update(mode="left out", seconds=0.0, file_bytes=0, scratch_bytes=0, fits=True)
         rows.append(row)
     return {"budget_bytes": budget, "rate": rate, "file_bytes_per_position": file_bytes, "measured_on": source,
-            "largest_layer": largest_layer(budget), "left_out": damaged_layers(directory), "layers": rows}
+            "largest_layer": largest_layer(budget), "largest_in_memory": largest_layer(budget, disk=False),
+            "disk_bandwidth": DISK_BANDWIDTH, "left_out": damaged_layers(directory), "leave_out": sorted(leave_out),
+            "saved": saved, "layers": rows}
 
 
 def measured_exchange(directory: str | os.PathLike[str]) -> tuple[float, float, str]:

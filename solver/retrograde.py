@@ -351,8 +351,10 @@ def _plan_run(mover, plan):
 
 
 @hot_kernel
-def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, first, rows, where, gains, owners, plan):
-    """The exits of ranks start..stop-1 (see exit_pass); returns the look-ups made.
+def _exit_block(seeds, lo, start, stop, values, counts, lined, flat, starts, use, first, rows, where, gains, owners,
+                plan):
+    """The exits of ranks start..stop-1, held at rank - lo (see exit_pass);
+    returns the look-ups made.
 
     The ranks come in runs that share the mover's row (index.unrank_row):
     what each house's sowing does to that row, where its last seed lands,
@@ -380,7 +382,7 @@ def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, fi
         moves = 0 if general else _plan_run(mover, plan)
         for rank in range(run, run_stop):
             opponent = rows[2][run_start + rank - run_first]
-            at_value = value_at(lined, rank)
+            at_value = value_at(lined, rank - lo)
             if general:
                 mask = legal_mask(mover, opponent)
                 if mask == 0:
@@ -439,7 +441,7 @@ def _exit_block(seeds, start, stop, values, counts, lined, flat, starts, use, fi
                     asked += 1
             if first:
                 values[at_value] = pending(NO_EXIT)
-                counts[count_at(lined, rank)] |= np.uint8(children << ((rank & 1) << 2))
+                counts[count_at(lined, rank - lo)] |= np.uint8(children << ((rank & 1) << 2))
         run = run_stop
     for j in range(asked):
         exit = gains[j] - np.int64(flat[where[j]])
@@ -460,6 +462,7 @@ def exit_pass(
     first: bool,
     rows: tuple[np.ndarray, ...],
     lined: bool,
+    lo: int = 0,
 ) -> int:
     """One pass of exits over the layer, with the smaller layers marked in `use`.
 
@@ -469,7 +472,10 @@ def exit_pass(
     better. Threads take whole blocks, hence whole count bytes, as they
     become free. Returns the look-ups made in the smaller layers. With
     `lined`, values and counts are one array in the lined layout
-    (value_at, count_at) and `size` ranks are solved.
+    (value_at, count_at) and `size` ranks are solved. With `lo`, they are
+    ranks lo..lo+size-1 of the layer, held from index 0 (a slice of the
+    layer: solver.disk; lo a multiple of BLOCK, and of LINE_RANKS when
+    `lined`).
     """
     blocks = (size + BLOCK - 1) // BLOCK
     counter = np.zeros(1, dtype=np.int64)
@@ -483,9 +489,9 @@ def exit_pass(
             block = _take(counter, 1)
             if block >= blocks:
                 break
-            start = block * BLOCK
-            asked[slot] += _exit_block(seeds, start, min(size, start + BLOCK), values, counts, lined, flat, starts, use,
-                                       first, rows, where[slot], gains[slot], owners[slot], plans[slot])
+            start = lo + block * BLOCK
+            asked[slot] += _exit_block(seeds, lo, start, min(lo + size, start + BLOCK), values, counts, lined, flat,
+                                       starts, use, first, rows, where[slot], gains[slot], owners[slot], plans[slot])
     return asked.sum()
 
 
@@ -1120,10 +1126,13 @@ def propagate_stage(
 
 @njit(cache=True, parallel=True)
 def tell_received(
-    stage: int, lo: int, updates: np.ndarray, values: np.ndarray, counts: np.ndarray, next_flags: np.ndarray
+    stage: int, lo: int, updates: np.ndarray, values: np.ndarray, counts: np.ndarray, next_flags: np.ndarray,
+    lined: bool = False,
 ) -> None:
-    """Apply updates from other processes: each is (rank << 1) | (child
-    lost), for a rank of this slice, as _tell would have applied it here."""
+    """Apply updates from other processes (or, in the disk mode, from other
+    slices): each is (rank << 1) | (child lost), for a rank of this slice,
+    as _tell would have applied it here. With `lined`, values and counts
+    are one array in the lined layout."""
     total = updates.shape[0]
     counter = np.zeros(1, dtype=np.int64)
     for _slot in prange(WORK_SLOTS):
@@ -1133,7 +1142,7 @@ def tell_received(
                 break
             for i in range(first, min(total, first + RANK_CHUNK)):
                 update = updates[i]
-                _tell((update >> 1) - lo, -stage if update & 1 else stage, stage, values, counts, False, next_flags)
+                _tell((update >> 1) - lo, -stage if update & 1 else stage, stage, values, counts, lined, next_flags)
 
 
 @njit(cache=True, parallel=True)
@@ -1546,8 +1555,20 @@ class LayerSolver:
         self.passes += 1
         self.done.update(layers)
 
-    def solve(self, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
-        """Run the stages; return stats. The layer is then loaded in the store."""
+    def exits_done(self, passes: int, seconds: float, lookups: int) -> None:
+        """The exits of every smaller layer were put in `self.values` by other
+        means (solver.disk computes them a slice at a time, through disk):
+        record them as `passes` passes that took `seconds` and made `lookups`."""
+        self.done.update(exit_layers(self.seeds))
+        self.passes = max(1, passes)
+        self.exit_seconds = seconds
+        self.exit_lookups = lookups
+
+    def solve(self, progress: Callable[[str, float], None] | None = None, first_stage: int | None = None,
+              after_stage: Callable[[int], None] | None = None) -> dict[str, Any]:
+        """Run the stages; return stats. The layer is then loaded in the store.
+        `first_stage` resumes at that stage a state `after_stage(stage)` saw
+        (solver.disk checkpoints it there: self.values is the state)."""
         missing = [m for m in exit_layers(self.seeds) if m not in self.done]
         if missing or not self.passes:
             raise ValueError(f"layer {self.seeds}: no exit pass yet over layers {missing}")
@@ -1564,7 +1585,8 @@ class LayerSolver:
             return propagate_stage(stage, seeds, size, self.values, self.value_words, flags, self.rows, scratch)
 
         stages, seed_seconds = run_stages(seeds, self.values, self.value_words, self.counts, sweep, progress,
-                                          lined_ranks=size, seed_and_tell=seed_and_tell)
+                                          lined_ranks=size, seed_and_tell=seed_and_tell, first_stage=first_stage,
+                                          after_stage=after_stage)
         working = self.working_bytes
         slot = self.store.layer(seeds)
         with thread_count(1 if size < SERIAL_SIZE else None):

@@ -170,7 +170,8 @@ def test_a_pending_code_keeps_its_exit_and_is_never_a_value():
 
 def test_a_budget_too_small_stops_before_any_work_in_one_line(tmp_path):
     directory = str(tmp_path / "small")
-    budget = plan.least_bytes(14) - 1
+    budget = plan.BASE_BYTES + plan.working_bytes(14) - 1  # not even the disk mode's working state
+    assert plan.least_bytes(13) <= budget and plan.mode(14, budget) == "too big"
     with pytest.raises(BuildError, match=r"layer 14 needs .* builds layers up to 13"):
         build.build(16, directory, memory=budget)
     assert tables.built_layers(directory) == []
@@ -193,8 +194,23 @@ def test_the_memory_option_reads_sizes_and_refuses_nonsense():
 def test_largest_layer_and_least_bytes_agree():
     for seeds in (10, 20, 30, 32):
         budget = plan.least_bytes(seeds)
-        assert plan.largest_layer(budget) == seeds
-        assert plan.largest_layer(budget - 1) == seeds - 1
+        assert plan.largest_layer(budget, disk=False) == seeds
+        assert plan.largest_layer(budget - 1, disk=False) == seeds - 1
+        assert plan.largest_layer(budget - 1) >= seeds  # the disk mode builds it (and maybe more)
+
+
+def test_the_disk_mode_holds_one_slice_beside_the_largest_smaller_layer():
+    for seeds in (20, 30, 36):
+        stages = plan.BASE_BYTES + plan.working_bytes(seeds)
+        layout = plan.disk_plan(seeds, plan.least_bytes(seeds) - 1)
+        assert layout is not None and layout["memory_bytes"] <= plan.least_bytes(seeds) - 1
+        assert layout["memory_bytes"] >= stages and not layout["sliced_stages"]
+        below = plan.disk_plan(seeds, stages - 1)  # the working state does not fit: stages in slices
+        assert below is not None and below["sliced_stages"] and below["memory_bytes"] <= stages - 1
+        assert sorted(m for g in layout["groups"] for m in g) == retrograde.exit_layers(seeds)
+        bounds = layout["bounds"]
+        assert bounds[0] == 0 and bounds[-1] == index.layer_size(seeds)
+        assert all(b % plan.SLICE_UNIT == 0 for b in bounds[:-1]) and sorted(bounds) == bounds
 
 
 def test_plan_prints_every_layer_with_passes_and_estimates(built16):
@@ -205,7 +221,7 @@ def test_plan_prints_every_layer_with_passes_and_estimates(built16):
     data = json.loads(result.output)
     layers = data["layers"]
     assert [row["seeds"] for row in layers] == list(range(49))
-    assert layers[32]["positions"] == index.layer_size(32) and layers[32]["fits"]
+    assert layers[32]["positions"] == index.layer_size(32) and layers[32]["mode"] == "memory"
     assert layers[32]["peak_bytes"] <= 20 << 30
     assert not layers[40]["fits"]
     assert data["largest_layer"] == plan.largest_layer(20 << 30)
