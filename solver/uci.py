@@ -560,7 +560,7 @@ class UciEngine:
             self._tablebase, self._tablebase_key = Tablebase(options["tables"]), tables_key
         arguments = {"hash_mb": options["hash"], "max_table_seeds": max_table_seeds, "threads": options["threads"],
                      "evaluation": options["evaluation"], "weights_file": options["evaluationfile"],
-                     "quiescence": options["quiescence"]}
+                     "quiescence": options["quiescence"], "log": self.log}
         try:
             searcher = Searcher(self._tablebase, **arguments)
         except AweleError as error:
