@@ -227,22 +227,27 @@ def all_bounds(max_seeds: int, processes: int) -> np.ndarray:
     return bounds
 
 
+@njit(cache=True, inline="always")
+def _owner(bounds, rank):
+    """The process whose slice (of a layer cut at `bounds`) holds `rank`:
+    the last slice starting at or before it."""
+    low, high = 0, bounds.shape[0] - 2
+    while low < high:
+        middle = (low + high + 1) // 2
+        if bounds[middle] <= rank:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 @njit(cache=True)
 def key_owners(keys: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """The process owning each exit request's child (layer << RANK_BITS | rank)."""
     owners = np.empty(keys.shape[0], dtype=np.int64)
-    processes = bounds.shape[1] - 1
     for j in range(keys.shape[0]):
         layer = keys[j] >> retrograde.RANK_BITS
-        rank = keys[j] & ((np.int64(1) << retrograde.RANK_BITS) - 1)
-        low, high = 0, processes - 1
-        while low < high:  # the last slice starting at or before rank
-            middle = (low + high + 1) // 2
-            if bounds[layer, middle] <= rank:
-                low = middle
-            else:
-                high = middle - 1
-        owners[j] = low
+        owners[j] = _owner(bounds[layer], keys[j] & ((np.int64(1) << retrograde.RANK_BITS) - 1))
     return owners
 
 
@@ -260,6 +265,27 @@ def group_by_owner(owners: np.ndarray, processes: int) -> tuple[np.ndarray, np.n
         order[next_slot[owners[j]]] = j
         next_slot[owners[j]] += 1
     return order, counts
+
+
+@njit(cache=True)
+def pack_updates(outbox: np.ndarray, sent: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The threads' outboxes (outbox[thread, :sent[thread]], each update
+    (rank << 1) | (child lost)) as one array grouped by the process owning
+    the rank (slices `bounds`), and how many go to each."""
+    processes = bounds.shape[0] - 1
+    total = 0
+    for thread in range(sent.shape[0]):
+        total += sent[thread]
+    owners = np.empty(total, dtype=np.int64)
+    updates = np.empty(total, dtype=np.int64)
+    at = 0
+    for thread in range(sent.shape[0]):
+        for i in range(sent[thread]):
+            owners[at] = _owner(bounds, outbox[thread, i] >> 1)
+            updates[at] = outbox[thread, i]
+            at += 1
+    order, counts = group_by_owner(owners, processes)
+    return updates[order], counts
 
 
 class Slices:
@@ -456,22 +482,36 @@ class SliceSolver:
                 checkpoints.save(self.seeds, self.seeds, self.bounds, self.values, self.counts)
         exit_bytes = self.exchange.bytes_sent - before
         started = time.perf_counter()
-        scratch = retrograde.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0)
+        scratch = retrograde.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0,
+                                          stack=retrograde.STACK)
         exchange, seeds, lo = self.exchange, self.seeds, self.lo
         layer_bounds = self.bounds
 
+        def exchange_rounds(stage, flags):
+            # What the outboxes hold goes to its owners, who tell of it depth
+            # first, filling their outboxes again: until no process sends.
+            told = 0
+            while exchange.sum(int(scratch.sent.sum())):
+                updates, counts = pack_updates(scratch.outbox, scratch.sent, layer_bounds)
+                scratch.sent[:] = 0
+                received, _ = exchange.alltoallv(updates, counts)
+                with retrograde.thread_count(1 if received.shape[0] <= retrograde.RANK_CHUNK else None):
+                    told += retrograde.tell_received_slice(stage, seeds, lo, received, self.values, self.counts,
+                                                           flags, self.rows, scratch)
+            return told
+
+        def seed_and_tell(stage, flags):
+            scratch.sent[:] = 0
+            told = retrograde.propagate_slice_stage(stage, seeds, lo, self.values, self.counts, self.value_words,
+                                                    flags, self.rows, scratch)
+            return told + (exchange_rounds(stage, flags) if exchange.size > 1 else 0)
+
         def sweep(stage, active, next_flags):
+            # Positions left FRESH: the stack or an outbox was full.
             scratch.sent[:] = 0
             done = retrograde.propagate(stage, seeds, lo, self.values, self.counts, active, next_flags, self.rows,
                                         scratch)
-            if exchange.size == 1:
-                return done
-            updates = np.concatenate([scratch.outbox[t, : scratch.sent[t]] for t in range(scratch.sent.shape[0])])
-            owners = np.searchsorted(layer_bounds, updates >> 1, side="right") - 1
-            order, counts = group_by_owner(owners, exchange.size)
-            received, _ = exchange.alltoallv(updates[order], counts)
-            retrograde.tell_received(stage, lo, received, self.values, self.counts, next_flags)
-            return done
+            return done + (exchange_rounds(stage, next_flags) if exchange.size > 1 else 0)
 
         def after_stage(stage):
             if checkpoints and stage > 1 and checkpoints.due():
@@ -479,7 +519,7 @@ class SliceSolver:
 
         stages, seed_seconds = retrograde.run_stages(
             seeds, self.values, self.value_words, self.counts, sweep, progress,
-            first_stage=first_stage, everywhere=exchange.sum, after_stage=after_stage)
+            first_stage=first_stage, everywhere=exchange.sum, after_stage=after_stage, seed_and_tell=seed_and_tell)
         del self.counts  # the child counts are done with: free them
         return {
             "exit_bytes": exit_bytes,
