@@ -123,6 +123,30 @@ class Exchange:
         counts = np.asarray(counts, dtype=np.int64)
         arrived = np.empty(self.size, dtype=np.int64)
         self.comm.Alltoall(counts, arrived)
+        received = self._alltoallv(data, counts, arrived)
+        self._timed(started, (int(counts.sum()) - int(counts[self.rank])) * data.dtype.itemsize)
+        return received, arrived
+
+    def alltoallv_unless_quiet(self, data: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+        """alltoallv's answer, or None when no process sends anything: the
+        counts go with each process's total, so one all-to-all both sizes
+        the exchange and ends a loop of them (two collectives a round, one
+        for the last, where a reduction and alltoallv would take three)."""
+        if self.comm is None:
+            return data if data.shape[0] else None
+        started = time.perf_counter()
+        header = np.empty((self.size, 2), dtype=np.int64)
+        header[:, 0] = counts
+        header[:, 1] = data.shape[0]
+        heard = np.empty((self.size, 2), dtype=np.int64)
+        self.comm.Alltoall(header, heard)
+        received = None
+        if heard[:, 1].sum():
+            received = self._alltoallv(data, header[:, 0].copy(), heard[:, 0].copy())
+        self._timed(started, (data.shape[0] - int(header[self.rank, 0])) * data.dtype.itemsize)
+        return received
+
+    def _alltoallv(self, data, counts, arrived):
         if max(counts.max(initial=0), arrived.max(initial=0)) >= 2**31:
             raise BuildError("an exchange of more than 2**31 items: lower the batch sizes")
         received = np.empty(int(arrived.sum()), dtype=data.dtype)
@@ -131,8 +155,7 @@ class Exchange:
             [data, (counts.astype(np.int32), _offsets(counts).astype(np.int32)), kind],
             [received, (arrived.astype(np.int32), _offsets(arrived).astype(np.int32)), kind],
         )
-        self._timed(started, (int(counts.sum()) - int(counts[self.rank])) * data.dtype.itemsize)
-        return received, arrived
+        return received
 
     def sum(self, value: _Summed) -> _Summed:
         """The sum of an int (or an int64 array, element-wise) over the processes."""
@@ -321,10 +344,11 @@ class Slices:
     def answer(self, keys: np.ndarray) -> np.ndarray:
         """Values of the requested children (keys: layer << RANK_BITS | rank), all held here."""
         answers = np.empty(keys.shape[0], dtype=np.int8)
-        layers = keys >> retrograde.RANK_BITS
+        order, counts = group_by_owner(keys >> retrograde.RANK_BITS, index.MAX_SEEDS + 1)  # the keys by layer
         ranks = keys & ((1 << retrograde.RANK_BITS) - 1)
-        for seeds in np.unique(layers):
-            chosen = layers == seeds
+        ends = np.cumsum(counts)
+        for seeds in np.flatnonzero(counts):
+            chosen = order[ends[seeds] - counts[seeds] : ends[seeds]]
             lo, _ = self.span(int(seeds))
             answers[chosen] = self.values[int(seeds)][ranks[chosen] - lo]
         return answers
@@ -430,7 +454,7 @@ class SliceSolver:
     """This process's part in the build of one layer (collective calls)."""
 
     def __init__(self, seeds: int, exchange: Exchange, slices: Slices, rows: tuple[np.ndarray, ...],
-                 outbox: int = OUTBOX, batch: int = EXIT_BATCH) -> None:
+                 outbox: int = OUTBOX, batch: int = EXIT_BATCH, stack: int = retrograde.STACK) -> None:
         self.seeds = seeds
         self.exchange = exchange
         self.slices = slices
@@ -443,8 +467,10 @@ class SliceSolver:
         self.value_words = padded.view(np.uint64)
         self.counts = np.zeros((size + 1) // 2, dtype=np.uint8)
         self.outbox = outbox
+        self.stack = stack  # resolved positions a thread holds to tell of (more are left to sweeps)
         self.batch = max(retrograde.BLOCK, batch // retrograde.BLOCK * retrograde.BLOCK)
         self.exit_seconds = 0.0
+        self.stage_rounds = 0  # exchanges of the stages' updates
 
     def exits(self) -> None:
         """Pending codes and child counts of the slice, captures asked of their owners."""
@@ -483,28 +509,35 @@ class SliceSolver:
         exit_bytes = self.exchange.bytes_sent - before
         started = time.perf_counter()
         scratch = retrograde.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0,
-                                          stack=retrograde.STACK)
+                                          stack=self.stack)
         exchange, seeds, lo = self.exchange, self.seeds, self.lo
         layer_bounds = self.bounds
 
-        def exchange_rounds(stage, flags):
+        def exchange_rounds(stage, flags, scan=None):
             # What the outboxes hold goes to its owners, who tell of it depth
-            # first, filling their outboxes again: until no process sends.
+            # first, filling their outboxes again, and the seeds' scan goes on
+            # where a half-full outbox stopped it: until no process sends.
             told = 0
-            while exchange.sum(int(scratch.sent.sum())):
+            while True:
                 updates, counts = pack_updates(scratch.outbox, scratch.sent, layer_bounds)
                 scratch.sent[:] = 0
-                received, _ = exchange.alltoallv(updates, counts)
+                received = exchange.alltoallv_unless_quiet(updates, counts)
+                if received is None:  # every scan is done: a stopped one has something to send
+                    return told
+                self.stage_rounds += 1
                 with retrograde.thread_count(1 if received.shape[0] <= retrograde.RANK_CHUNK else None):
                     told += retrograde.tell_received_slice(stage, seeds, lo, received, self.values, self.counts,
                                                            flags, self.rows, scratch)
-            return told
+                if scan is not None and scan[0] < flags.shape[0]:
+                    told += retrograde.propagate_slice_stage(stage, seeds, lo, self.values, self.counts,
+                                                             self.value_words, flags, self.rows, scratch, scan)
 
         def seed_and_tell(stage, flags):
             scratch.sent[:] = 0
+            scan = np.zeros(1, dtype=np.int64)  # the next block of the seeds' scan
             told = retrograde.propagate_slice_stage(stage, seeds, lo, self.values, self.counts, self.value_words,
-                                                    flags, self.rows, scratch)
-            return told + (exchange_rounds(stage, flags) if exchange.size > 1 else 0)
+                                                    flags, self.rows, scratch, scan)
+            return told + (exchange_rounds(stage, flags, scan) if exchange.size > 1 else 0)
 
         def sweep(stage, active, next_flags):
             # Positions left FRESH: the stack or an outbox was full.
@@ -528,6 +561,7 @@ class SliceSolver:
             "stage_seconds": time.perf_counter() - started,
             "seed_seconds": seed_seconds,
             "resumed_at_stage": resumed,
+            "stage_rounds": self.stage_rounds,
             "stages": [(s.stage, s.resolved, s.sweeps) for s in stages],
         }
 

@@ -1336,18 +1336,26 @@ def propagate_slice_stage(
     next_flags: np.ndarray,
     rows: tuple[np.ndarray, ...],
     scratch: "Scratch",
+    counter: np.ndarray,
 ) -> int:
     """propagate_stage for a slice of the layer in the plain layout
     (values[i] is rank lo + i, lo a multiple of BLOCK): a stage's seeds
     found and told of depth first; predecessors in other slices go to the
     threads' outboxes (scratch.outbox[thread, :scratch.sent[thread]]), and
     a position the stack or the outbox cannot take is flagged FRESH in
-    `next_flags`. Returns the positions resolved and told of."""
+    `next_flags`. Returns the positions resolved and told of.
+
+    The scan goes on from block counter[0] (zero to start a stage), and a
+    thread whose outbox is half full takes no more blocks: the scan stops
+    there, to be called again once the outboxes are sent, until
+    counter[0] reaches the blocks of the slice. So an outbox seldom fills
+    and leaves positions to the sweeps."""
     size = values.shape[0]
     blocks = next_flags.shape[0]
     plus = np.uint64(np.int64(pending(stage)) & 0xFF) * BYTE_ONES
     minus = np.uint64(np.int64(pending(-stage)) & 0xFF) * BYTE_ONES
     room = _outbox_room(size, scratch.outbox.shape[1])
+    half = scratch.outbox.shape[1] // 2 if scratch.outbox.shape[1] > 0 else room
     processed = np.zeros(WORK_SLOTS, dtype=np.int64)
     # Taken out of the tuple before the parallel loop (see propagate).
     outboxes = scratch.outbox
@@ -1360,11 +1368,10 @@ def propagate_slice_stage(
     stacks = scratch.stack
     stack_movers = scratch.stack_movers
     stack_opponents = scratch.stack_opponents
-    counter = np.zeros(1, dtype=np.int64)
     for slot in prange(WORK_SLOTS):
         thread = numba.get_thread_id()
         sent = sent_counts[thread]
-        while True:
+        while sent <= half:
             first = _take(counter, SEED_CHUNK)
             if first >= blocks:
                 break
