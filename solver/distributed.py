@@ -16,12 +16,21 @@ to hold all of layers n-15..n-2, the bulk of a big build's memory, while
 partitioned look-ups cost 9 bytes a capture on the wire and no memory;
 with P = 1 the same code runs and every look-up is local.
 
-Stages: bulk-synchronous. Each sweep, a process tells the predecessors of
-its FRESH positions; predecessors in another slice go to per-thread
-outboxes (retrograde.propagate), which are grouped by owner and exchanged
-in one all-to-all (8 bytes an update: rank and whether the child lost), and
-the received updates are applied as local ones are (retrograde.tell_received).
-A stage ends when a sum over the processes finds nothing FRESH anywhere.
+Stages: each process runs a stage on its slice depth first, as one
+process runs it on a whole layer (retrograde.propagate_slice_stage): a
+seed, or a predecessor it resolves, is told of at once from a stack, with
+the words un-sowing gave it; a predecessor in another slice goes to the
+thread's outbox (8 bytes: rank and whether the child lost). The outboxes
+are packed by owner (pack_updates) and exchanged in one all-to-all, which
+carries each process's total with its counts, so that the same collective
+ends the loop when nobody sends; what arrives is claimed and told of depth
+first in turn (retrograde.tell_received_slice), filling the outboxes
+again. So a stage takes one round each time a chain of resolutions crosses
+a cut, not one for every step of every chain. The seeds' scan pauses when
+an outbox is half full and goes on after the next round; a position that
+finds the stack or an outbox full is flagged FRESH and swept
+(retrograde.propagate), with its own rounds. A stage ends when a sum over
+the processes finds nothing FRESH anywhere.
 The values do not depend on the order updates arrive in (at stage k exactly
 the positions with |d| = k are resolved), so the files are the same
 whatever P: the values, their chunks and CRCs byte for byte.

@@ -60,8 +60,10 @@ never looked for again; the order inside a stage does not matter, since
 whatever stage k resolves it resolves at +-k. The measured effect, on
 layers 24..28 against the sweeps alone: see README (Performance).
 
-The sweeps remain for what the stack cannot hold and for the distributed
-build, whose updates cross processes: a resolved position is flagged FRESH
+A slice of a layer (the distributed build) runs its stages depth first too
+(propagate_slice_stage), its updates for other slices sent in rounds
+between the passes (see the comment above that kernel and solver.distributed).
+The sweeps remain for what a stack or an outbox cannot hold: a resolved position is flagged FRESH
 in its block, and a sweep takes the flagged blocks and, for each FRESH
 position, tells its predecessors. FRESH is cleared only by the block's
 owner, so every resolved position is propagated exactly once. Sweeps
@@ -500,18 +502,22 @@ def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, ga
         local = rank - lo
         slot = (rank - start) * ROW
         mask = legal_mask(mover, opponent)
-        children = 0
         for house in range(ROW):
             keys[slot + house] = -1
-            if mask & (1 << house):
-                captured, child_mover, child_opponent = play(mover, opponent, house)
-                if captured > 0:
-                    child_seeds = seeds - captured
-                    child = index.rank_packed(child_mover, child_opponent, child_seeds)
-                    keys[slot + house] = (np.int64(child_seeds) << RANK_BITS) | child
-                    gains[slot + house] = captured
-                else:
-                    children += 1
+        # Only a move whose last seed makes a 2 or a 3 can capture: the others are not sown.
+        candidates = capture_candidates(mover, opponent) & mask
+        children = MOVES_IN[mask & ~candidates]
+        while candidates:
+            house = _lowest_bit(candidates)
+            candidates &= candidates - 1
+            captured, child_mover, child_opponent = play(mover, opponent, house)
+            if captured > 0:
+                child_seeds = seeds - captured
+                child = index.rank_packed(child_mover, child_opponent, child_seeds)
+                keys[slot + house] = (np.int64(child_seeds) << RANK_BITS) | child
+                gains[slot + house] = captured
+            else:
+                children += 1  # a grand slam captures nothing
         if mask == 0:
             values[local] = pending(terminal_value(mover, opponent))
         else:
@@ -1665,7 +1671,9 @@ def run_stages(
     build holds a slice here: `everywhere(count)` then sums a count over
     the processes (a stage ends when no process has anything FRESH), every
     process sweeps as often as the busiest, and `first_stage` resumes after
-    a checkpoint that `after_stage(stage)` took. Returns the stage reports
+    a checkpoint that `after_stage(stage)` took; there a stage is seeded on
+    every process when any holds its seeds, as seeding (seed_and_tell)
+    exchanges. Returns the stage reports
     and the seconds spent seeding. With `lined_ranks`, values and counts
     are one array holding that many ranks in the lined layout, and endless
     play is left pending: compact_lines settles it as it moves the values.

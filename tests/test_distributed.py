@@ -180,7 +180,7 @@ def _mpiexec(processes, *command, env=None, timeout=600):
 
 @pytest.mark.mpi
 @mpi_required
-@pytest.mark.parametrize("processes", [2, 3])
+@pytest.mark.parametrize("processes", [2, 3, 8])  # 8: more processes than cores (and than this machine's 2)
 def test_mpi_builds_the_same_tables_as_one_process(tmp_path, processes):
     directory = str(tmp_path)
     result = _mpiexec(processes, sys.executable, "-m", "solver", "build", "--max-seeds", "14", "--dir", directory,
