@@ -16,12 +16,21 @@ to hold all of layers n-15..n-2, the bulk of a big build's memory, while
 partitioned look-ups cost 9 bytes a capture on the wire and no memory;
 with P = 1 the same code runs and every look-up is local.
 
-Stages: bulk-synchronous. Each sweep, a process tells the predecessors of
-its FRESH positions; predecessors in another slice go to per-thread
-outboxes (retrograde.propagate), which are grouped by owner and exchanged
-in one all-to-all (8 bytes an update: rank and whether the child lost), and
-the received updates are applied as local ones are (retrograde.tell_received).
-A stage ends when a sum over the processes finds nothing FRESH anywhere.
+Stages: each process runs a stage on its slice depth first, as one
+process runs it on a whole layer (retrograde.propagate_slice_stage): a
+seed, or a predecessor it resolves, is told of at once from a stack, with
+the words un-sowing gave it; a predecessor in another slice goes to the
+thread's outbox (8 bytes: rank and whether the child lost). The outboxes
+are packed by owner (pack_updates) and exchanged in one all-to-all, which
+carries each process's total with its counts, so that the same collective
+ends the loop when nobody sends; what arrives is claimed and told of depth
+first in turn (retrograde.tell_received_slice), filling the outboxes
+again. So a stage takes one round each time a chain of resolutions crosses
+a cut, not one for every step of every chain. The seeds' scan pauses when
+an outbox is half full and goes on after the next round; a position that
+finds the stack or an outbox full is flagged FRESH and swept
+(retrograde.propagate), with its own rounds. A stage ends when a sum over
+the processes finds nothing FRESH anywhere.
 The values do not depend on the order updates arrive in (at stage k exactly
 the positions with |d| = k are resolved), so the files are the same
 whatever P: the values, their chunks and CRCs byte for byte.
@@ -164,6 +173,31 @@ class Exchange:
         arrived = np.empty(self.size, dtype=np.int64)
         with _waiting():
             self.comm.Alltoall(counts, arrived)
+        received = self._alltoallv(data, counts, arrived)
+        self._timed(started, (int(counts.sum()) - int(counts[self.rank])) * data.dtype.itemsize)
+        return received, arrived
+
+    def alltoallv_unless_quiet(self, data: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+        """alltoallv's answer, or None when no process sends anything: the
+        counts go with each process's total, so one all-to-all both sizes
+        the exchange and ends a loop of them (two collectives a round, one
+        for the last, where a reduction and alltoallv would take three)."""
+        if self.comm is None:
+            return data if data.shape[0] else None
+        started = time.perf_counter()
+        header = np.empty((self.size, 2), dtype=np.int64)
+        header[:, 0] = counts
+        header[:, 1] = data.shape[0]
+        heard = np.empty((self.size, 2), dtype=np.int64)
+        with _waiting():
+            self.comm.Alltoall(header, heard)
+        received = None
+        if heard[:, 1].sum():
+            received = self._alltoallv(data, header[:, 0].copy(), heard[:, 0].copy())
+        self._timed(started, (data.shape[0] - int(header[self.rank, 0])) * data.dtype.itemsize)
+        return received
+
+    def _alltoallv(self, data, counts, arrived):
         if max(counts.max(initial=0), arrived.max(initial=0)) >= 2**31:
             raise BuildError("an exchange of more than 2**31 items: lower the batch sizes")
         received = np.empty(int(arrived.sum()), dtype=data.dtype)
@@ -173,8 +207,7 @@ class Exchange:
                 [data, (counts.astype(np.int32), _offsets(counts).astype(np.int32)), kind],
                 [received, (arrived.astype(np.int32), _offsets(arrived).astype(np.int32)), kind],
             )
-        self._timed(started, (int(counts.sum()) - int(counts[self.rank])) * data.dtype.itemsize)
-        return received, arrived
+        return received
 
     def sum(self, value: _Summed) -> _Summed:
         """The sum of an int (or an int64 array, element-wise) over the processes."""
@@ -274,22 +307,27 @@ def all_bounds(max_seeds: int, processes: int) -> np.ndarray:
     return bounds
 
 
+@njit(cache=True, inline="always")
+def _owner(bounds, rank):
+    """The process whose slice (of a layer cut at `bounds`) holds `rank`:
+    the last slice starting at or before it."""
+    low, high = 0, bounds.shape[0] - 2
+    while low < high:
+        middle = (low + high + 1) // 2
+        if bounds[middle] <= rank:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 @njit(cache=True)
 def key_owners(keys: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """The process owning each exit request's child (layer << RANK_BITS | rank)."""
     owners = np.empty(keys.shape[0], dtype=np.int64)
-    processes = bounds.shape[1] - 1
     for j in range(keys.shape[0]):
         layer = keys[j] >> retrograde.RANK_BITS
-        rank = keys[j] & ((np.int64(1) << retrograde.RANK_BITS) - 1)
-        low, high = 0, processes - 1
-        while low < high:  # the last slice starting at or before rank
-            middle = (low + high + 1) // 2
-            if bounds[layer, middle] <= rank:
-                low = middle
-            else:
-                high = middle - 1
-        owners[j] = low
+        owners[j] = _owner(bounds[layer], keys[j] & ((np.int64(1) << retrograde.RANK_BITS) - 1))
     return owners
 
 
@@ -307,6 +345,27 @@ def group_by_owner(owners: np.ndarray, processes: int) -> tuple[np.ndarray, np.n
         order[next_slot[owners[j]]] = j
         next_slot[owners[j]] += 1
     return order, counts
+
+
+@njit(cache=True)
+def pack_updates(outbox: np.ndarray, sent: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The threads' outboxes (outbox[thread, :sent[thread]], each update
+    (rank << 1) | (child lost)) as one array grouped by the process owning
+    the rank (slices `bounds`), and how many go to each."""
+    processes = bounds.shape[0] - 1
+    total = 0
+    for thread in range(sent.shape[0]):
+        total += sent[thread]
+    owners = np.empty(total, dtype=np.int64)
+    updates = np.empty(total, dtype=np.int64)
+    at = 0
+    for thread in range(sent.shape[0]):
+        for i in range(sent[thread]):
+            owners[at] = _owner(bounds, outbox[thread, i] >> 1)
+            updates[at] = outbox[thread, i]
+            at += 1
+    order, counts = group_by_owner(owners, processes)
+    return updates[order], counts
 
 
 class Slices:
@@ -342,10 +401,11 @@ class Slices:
     def answer(self, keys: np.ndarray) -> np.ndarray:
         """Values of the requested children (keys: layer << RANK_BITS | rank), all held here."""
         answers = np.empty(keys.shape[0], dtype=np.int8)
-        layers = keys >> retrograde.RANK_BITS
+        order, counts = group_by_owner(keys >> retrograde.RANK_BITS, index.MAX_SEEDS + 1)  # the keys by layer
         ranks = keys & ((1 << retrograde.RANK_BITS) - 1)
-        for seeds in np.unique(layers):
-            chosen = layers == seeds
+        ends = np.cumsum(counts)
+        for seeds in np.flatnonzero(counts):
+            chosen = order[ends[seeds] - counts[seeds] : ends[seeds]]
             lo, _ = self.span(int(seeds))
             answers[chosen] = self.values[int(seeds)][ranks[chosen] - lo]
         return answers
@@ -451,7 +511,7 @@ class SliceSolver:
     """This process's part in the build of one layer (collective calls)."""
 
     def __init__(self, seeds: int, exchange: Exchange, slices: Slices, rows: tuple[np.ndarray, ...],
-                 outbox: int = OUTBOX, batch: int = EXIT_BATCH) -> None:
+                 outbox: int = OUTBOX, batch: int = EXIT_BATCH, stack: int = retrograde.STACK) -> None:
         self.seeds = seeds
         self.exchange = exchange
         self.slices = slices
@@ -464,8 +524,10 @@ class SliceSolver:
         self.value_words = padded.view(np.uint64)
         self.counts = np.zeros((size + 1) // 2, dtype=np.uint8)
         self.outbox = outbox
+        self.stack = stack  # resolved positions a thread holds to tell of (more are left to sweeps)
         self.batch = max(retrograde.BLOCK, batch // retrograde.BLOCK * retrograde.BLOCK)
         self.exit_seconds = 0.0
+        self.stage_rounds = 0  # exchanges of the stages' updates
 
     def exits(self) -> None:
         """Pending codes and child counts of the slice, captures asked of their owners."""
@@ -503,22 +565,43 @@ class SliceSolver:
                 checkpoints.save(self.seeds, self.seeds, self.bounds, self.values, self.counts)
         exit_bytes = self.exchange.bytes_sent - before
         started = time.perf_counter()
-        scratch = retrograde.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0)
+        scratch = retrograde.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0,
+                                          stack=self.stack)
         exchange, seeds, lo = self.exchange, self.seeds, self.lo
         layer_bounds = self.bounds
 
+        def exchange_rounds(stage, flags, scan=None):
+            # What the outboxes hold goes to its owners, who tell of it depth
+            # first, filling their outboxes again, and the seeds' scan goes on
+            # where a half-full outbox stopped it: until no process sends.
+            told = 0
+            while True:
+                updates, counts = pack_updates(scratch.outbox, scratch.sent, layer_bounds)
+                scratch.sent[:] = 0
+                received = exchange.alltoallv_unless_quiet(updates, counts)
+                if received is None:  # every scan is done: a stopped one has something to send
+                    return told
+                self.stage_rounds += 1
+                with retrograde.thread_count(1 if received.shape[0] <= retrograde.RANK_CHUNK else None):
+                    told += retrograde.tell_received_slice(stage, seeds, lo, received, self.values, self.counts,
+                                                           flags, self.rows, scratch)
+                if scan is not None and scan[0] < flags.shape[0]:
+                    told += retrograde.propagate_slice_stage(stage, seeds, lo, self.values, self.counts,
+                                                             self.value_words, flags, self.rows, scratch, scan)
+
+        def seed_and_tell(stage, flags):
+            scratch.sent[:] = 0
+            scan = np.zeros(1, dtype=np.int64)  # the next block of the seeds' scan
+            told = retrograde.propagate_slice_stage(stage, seeds, lo, self.values, self.counts, self.value_words,
+                                                    flags, self.rows, scratch, scan)
+            return told + (exchange_rounds(stage, flags, scan) if exchange.size > 1 else 0)
+
         def sweep(stage, active, next_flags):
+            # Positions left FRESH: the stack or an outbox was full.
             scratch.sent[:] = 0
             done = retrograde.propagate(stage, seeds, lo, self.values, self.counts, active, next_flags, self.rows,
                                         scratch)
-            if exchange.size == 1:
-                return done
-            updates = np.concatenate([scratch.outbox[t, : scratch.sent[t]] for t in range(scratch.sent.shape[0])])
-            owners = np.searchsorted(layer_bounds, updates >> 1, side="right") - 1
-            order, counts = group_by_owner(owners, exchange.size)
-            received, _ = exchange.alltoallv(updates[order], counts)
-            retrograde.tell_received(stage, lo, received, self.values, self.counts, next_flags)
-            return done
+            return done + (exchange_rounds(stage, next_flags) if exchange.size > 1 else 0)
 
         def after_stage(stage):
             if checkpoints and stage > 1 and checkpoints.due():
@@ -526,7 +609,7 @@ class SliceSolver:
 
         stages, seed_seconds = retrograde.run_stages(
             seeds, self.values, self.value_words, self.counts, sweep, progress,
-            first_stage=first_stage, everywhere=exchange.sum, after_stage=after_stage)
+            first_stage=first_stage, everywhere=exchange.sum, after_stage=after_stage, seed_and_tell=seed_and_tell)
         del self.counts  # the child counts are done with: free them
         return {
             "exit_bytes": exit_bytes,
@@ -535,6 +618,7 @@ class SliceSolver:
             "stage_seconds": time.perf_counter() - started,
             "seed_seconds": seed_seconds,
             "resumed_at_stage": resumed,
+            "stage_rounds": self.stage_rounds,
             "stages": [(s.stage, s.resolved, s.sweeps) for s in stages],
         }
 

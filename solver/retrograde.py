@@ -60,8 +60,10 @@ never looked for again; the order inside a stage does not matter, since
 whatever stage k resolves it resolves at +-k. The measured effect, on
 layers 24..28 against the sweeps alone: see README (Performance).
 
-The sweeps remain for what the stack cannot hold and for the distributed
-build, whose updates cross processes: a resolved position is flagged FRESH
+A slice of a layer (the distributed build) runs its stages depth first too
+(propagate_slice_stage), its updates for other slices sent in rounds
+between the passes (see the comment above that kernel and solver.distributed).
+The sweeps remain for what a stack or an outbox cannot hold: a resolved position is flagged FRESH
 in its block, and a sweep takes the flagged blocks and, for each FRESH
 position, tells its predecessors. FRESH is cleared only by the block's
 owner, so every resolved position is propagated exactly once. Sweeps
@@ -506,18 +508,22 @@ def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, ga
         local = rank - lo
         slot = (rank - start) * ROW
         mask = legal_mask(mover, opponent)
-        children = 0
         for house in range(ROW):
             keys[slot + house] = -1
-            if mask & (1 << house):
-                captured, child_mover, child_opponent = play(mover, opponent, house)
-                if captured > 0:
-                    child_seeds = seeds - captured
-                    child = index.rank_packed(child_mover, child_opponent, child_seeds)
-                    keys[slot + house] = (np.int64(child_seeds) << RANK_BITS) | child
-                    gains[slot + house] = captured
-                else:
-                    children += 1
+        # Only a move whose last seed makes a 2 or a 3 can capture: the others are not sown.
+        candidates = capture_candidates(mover, opponent) & mask
+        children = MOVES_IN[mask & ~candidates]
+        while candidates:
+            house = _lowest_bit(candidates)
+            candidates &= candidates - 1
+            captured, child_mover, child_opponent = play(mover, opponent, house)
+            if captured > 0:
+                child_seeds = seeds - captured
+                child = index.rank_packed(child_mover, child_opponent, child_seeds)
+                keys[slot + house] = (np.int64(child_seeds) << RANK_BITS) | child
+                gains[slot + house] = captured
+            else:
+                children += 1  # a grand slam captures nothing
         if mask == 0:
             values[local] = pending(terminal_value(mover, opponent))
         else:
@@ -1177,6 +1183,270 @@ def propagate_graph(
     return processed.sum()
 
 
+# The stages of a slice (the distributed build), depth first. A process runs
+# each stage as propagate_stage does, on its slice in the plain layout: a
+# seed or a predecessor resolved here is told of at once, from the stack,
+# with the words un-sowing gave it; a predecessor in another slice goes to
+# the thread's outbox. The outboxes are then exchanged and what arrives is
+# claimed and told of depth first in turn (tell_received_slice), round after
+# round, until no process has anything to send: one exchange for each time
+# a chain of resolutions crosses a cut, not one for every step of it. A
+# position that finds the stack full, or the outbox too full to take its
+# predecessors, is flagged FRESH and left to propagate() sweeps.
+
+
+@njit(cache=True, inline="always")
+def _tell_slice(stage, lo, size, values, counts, next_flags, found, movers, opponents, told, count, stack,
+                stack_movers, stack_opponents, depth, outbox, sent, tally):
+    """Tell a batch of predecessors: one held here (plain layout, values[i]
+    being rank lo + i) is claimed and, resolved, pushed on the stack with
+    its words (flagged FRESH when the stack is full); one held elsewhere
+    goes into `outbox` as (rank << 1) | (child lost). Returns (stack depth,
+    outbox length)."""
+    for i in range(count):
+        local = found[i] - lo
+        if local < 0 or local >= size:
+            outbox[sent] = (found[i] << 1) | (1 if told[i] < 0 else 0)
+            sent += 1
+            continue
+        accesses, value = _claim(local, told[i], stage, values, counts, False)
+        tally[1] += accesses
+        if value == 0:
+            continue
+        if depth < stack.shape[0]:
+            stack[depth] = (local << 1) | (1 if value < 0 else 0)
+            stack_movers[depth] = movers[i]
+            stack_opponents[depth] = opponents[i]
+            depth += 1
+        else:
+            _flag_fresh(local, counts, False, next_flags)
+    tally[0] += count
+    return depth, sent
+
+
+@njit(cache=True, inline="always")
+def _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, movers, opponents, told, count, stack,
+                 stack_movers, stack_opponents, depth, outbox, sent, room, tally, final):
+    """_drain for a slice: tell of the positions on the stack, and of those
+    they resolve in turn, a batch at a time. Once the outbox could not take
+    another position's predecessors (`room`), what is left on the stack is
+    flagged FRESH instead. Returns (batch count, stack depth, outbox length,
+    positions taken off the stack)."""
+    taken = 0
+    while True:
+        while depth > 0 and count < BATCH:
+            if sent + count > room:
+                while depth > 0:
+                    depth -= 1
+                    _flag_fresh(stack[depth] >> 1, counts, False, next_flags)
+                break
+            depth -= 1
+            value = -stage if stack[depth] & 1 else stage
+            added = predecessors(stack_movers[depth], stack_opponents[depth], seeds, lo, size, values, counts, False,
+                                 value > 0, found, count, movers, opponents)
+            told[count:added] = value
+            count = added
+            taken += 1
+        if count == 0 or (count < BATCH and not final):
+            return count, depth, sent, taken
+        depth, sent = _tell_slice(stage, lo, size, values, counts, next_flags, found, movers, opponents, told, count,
+                                  stack, stack_movers, stack_opponents, depth, outbox, sent, tally)
+        count = 0
+
+
+@hot_kernel
+def _slice_stage_block(stage, seeds, lo, size, start, stop, values, counts, value_words, next_flags, rows, plus, minus,
+                       found, movers, opponents, told, stack, stack_movers, stack_opponents, outbox, sent, room, tally):
+    """propagate_slice_stage for local ranks start..stop-1: (positions told
+    of, outbox length)."""
+    mover = np.uint64(0)
+    run_first = run_length = run_start = 0  # the ranks sharing `mover` (index.unrank_row): none yet
+    count = 0
+    depth = 0
+    done = 0
+    for word in range(start // 8, (stop + 7) // 8):
+        bits = value_words[word]
+        if not (_has_byte(bits, plus) or _has_byte(bits, minus)):
+            continue
+        for local in range(word * 8, min(stop, word * 8 + 8)):
+            code = values[local]
+            value = _seed_value(stage, code, counts, False, local)
+            if value == 0:
+                continue
+            # Another thread may resolve it first, telling of one of its children.
+            if not compare_and_swap(values, local, code, np.int8(value)):  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+                continue
+            if sent + count > room:
+                _flag_fresh(local, counts, False, next_flags)
+                continue
+            rank = lo + local
+            if not run_first <= rank < run_first + run_length:
+                mover, run_first, run_length, run_start = index.unrank_row(seeds, rank, rows[0], rows[1], rows[3])
+            opponent = rows[2][run_start + rank - run_first]
+            added = predecessors(mover, opponent, seeds, lo, size, values, counts, False, value > 0, found, count,
+                                 movers, opponents)
+            told[count:added] = value
+            count = added
+            done += 1
+            if count >= BATCH:
+                depth, sent = _tell_slice(stage, lo, size, values, counts, next_flags, found, movers, opponents, told,
+                                          count, stack, stack_movers, stack_opponents, depth, outbox, sent, tally)
+                count, depth, sent, taken = _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found,
+                                                         movers, opponents, told, 0, stack, stack_movers,
+                                                         stack_opponents, depth, outbox, sent, room, tally, False)
+                done += taken
+    count, depth, sent, taken = _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, movers,
+                                             opponents, told, count, stack, stack_movers, stack_opponents, depth,
+                                             outbox, sent, room, tally, True)
+    return done + taken, sent
+
+
+@hot_kernel
+def _received_chunk(stage, seeds, lo, size, updates, first, last, values, counts, next_flags, rows, found, movers,
+                    opponents, told, stack, stack_movers, stack_opponents, outbox, sent, room, tally):
+    """tell_received_slice for updates[first:last]: (positions told of, outbox length)."""
+    count = 0
+    depth = 0
+    done = 0
+    for i in range(first, last):
+        update = updates[i]
+        local = (update >> 1) - lo
+        accesses, value = _claim(local, -stage if update & 1 else stage, stage, values, counts, False)
+        tally[1] += accesses
+        if value == 0:
+            continue
+        if depth >= stack.shape[0] or sent + count > room:
+            _flag_fresh(local, counts, False, next_flags)
+            continue
+        mover, opponent = index.unrank_fast(seeds, lo + local, rows[0], rows[1], rows[2], rows[3])
+        stack[depth] = (local << 1) | (1 if value < 0 else 0)
+        stack_movers[depth] = mover
+        stack_opponents[depth] = opponent
+        depth += 1
+        count, depth, sent, taken = _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, movers,
+                                                 opponents, told, count, stack, stack_movers, stack_opponents, depth,
+                                                 outbox, sent, room, tally, False)
+        done += taken
+    count, depth, sent, taken = _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, movers,
+                                             opponents, told, count, stack, stack_movers, stack_opponents, depth,
+                                             outbox, sent, room, tally, True)
+    return done + taken, sent
+
+
+@njit(cache=True, inline="always")
+def _outbox_room(size, capacity):
+    """The outbox length past which a thread takes no more positions'
+    predecessors (propagate's rule); no limit without an outbox (one process)."""
+    return capacity - BATCH - MAX_PREDECESSORS if capacity > 0 else size * MAX_PREDECESSORS
+
+
+@njit(cache=True, parallel=True)
+def propagate_slice_stage(
+    stage: int,
+    seeds: int,
+    lo: int,
+    values: np.ndarray,
+    counts: np.ndarray,
+    value_words: np.ndarray,
+    next_flags: np.ndarray,
+    rows: tuple[np.ndarray, ...],
+    scratch: "Scratch",
+    counter: np.ndarray,
+) -> int:
+    """propagate_stage for a slice of the layer in the plain layout
+    (values[i] is rank lo + i, lo a multiple of BLOCK): a stage's seeds
+    found and told of depth first; predecessors in other slices go to the
+    threads' outboxes (scratch.outbox[thread, :scratch.sent[thread]]), and
+    a position the stack or the outbox cannot take is flagged FRESH in
+    `next_flags`. Returns the positions resolved and told of.
+
+    The scan goes on from block counter[0] (zero to start a stage), and a
+    thread whose outbox is half full takes no more blocks: the scan stops
+    there, to be called again once the outboxes are sent, until
+    counter[0] reaches the blocks of the slice. So an outbox seldom fills
+    and leaves positions to the sweeps."""
+    size = values.shape[0]
+    blocks = next_flags.shape[0]
+    plus = np.uint64(np.int64(pending(stage)) & 0xFF) * BYTE_ONES
+    minus = np.uint64(np.int64(pending(-stage)) & 0xFF) * BYTE_ONES
+    room = _outbox_room(size, scratch.outbox.shape[1])
+    half = scratch.outbox.shape[1] // 2 if scratch.outbox.shape[1] > 0 else room
+    processed = np.zeros(WORK_SLOTS, dtype=np.int64)
+    # Taken out of the tuple before the parallel loop (see propagate).
+    outboxes = scratch.outbox
+    sent_counts = scratch.sent
+    founds = scratch.found
+    movers = scratch.movers
+    opponents = scratch.opponents
+    tolds = scratch.told
+    tallies = scratch.tally
+    stacks = scratch.stack
+    stack_movers = scratch.stack_movers
+    stack_opponents = scratch.stack_opponents
+    for slot in prange(WORK_SLOTS):
+        thread = numba.get_thread_id()
+        sent = sent_counts[thread]
+        while sent <= half:
+            first = _take(counter, SEED_CHUNK)
+            if first >= blocks:
+                break
+            stop = min(size, (first + SEED_CHUNK) * BLOCK)
+            done, sent = _slice_stage_block(stage, seeds, lo, size, first * BLOCK, stop, values, counts, value_words,
+                                            next_flags, rows, plus, minus, founds[thread], movers[thread],
+                                            opponents[thread], tolds[thread], stacks[thread], stack_movers[thread],
+                                            stack_opponents[thread], outboxes[thread], sent, room, tallies[thread])
+            processed[slot] += done
+        sent_counts[thread] = sent
+    return processed.sum()
+
+
+@njit(cache=True, parallel=True)
+def tell_received_slice(
+    stage: int,
+    seeds: int,
+    lo: int,
+    updates: np.ndarray,
+    values: np.ndarray,
+    counts: np.ndarray,
+    next_flags: np.ndarray,
+    rows: tuple[np.ndarray, ...],
+    scratch: "Scratch",
+) -> int:
+    """Apply updates from other processes ((rank << 1) | (child lost), for
+    ranks of this slice) as _tell would, and tell of every position they
+    resolve depth first, as propagate_slice_stage does (its outboxes and
+    FRESH flags alike). Returns the positions told of."""
+    size = values.shape[0]
+    total = updates.shape[0]
+    room = _outbox_room(size, scratch.outbox.shape[1])
+    processed = np.zeros(WORK_SLOTS, dtype=np.int64)
+    outboxes = scratch.outbox
+    sent_counts = scratch.sent
+    founds = scratch.found
+    movers = scratch.movers
+    opponents = scratch.opponents
+    tolds = scratch.told
+    tallies = scratch.tally
+    stacks = scratch.stack
+    stack_movers = scratch.stack_movers
+    stack_opponents = scratch.stack_opponents
+    counter = np.zeros(1, dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        thread = numba.get_thread_id()
+        sent = sent_counts[thread]
+        while True:
+            first = _take(counter, RANK_CHUNK)
+            if first >= total:
+                break
+            done, sent = _received_chunk(stage, seeds, lo, size, updates, first, min(total, first + RANK_CHUNK),
+                                         values, counts, next_flags, rows, founds[thread], movers[thread],
+                                         opponents[thread], tolds[thread], stacks[thread], stack_movers[thread],
+                                         stack_opponents[thread], outboxes[thread], sent, room, tallies[thread])
+            processed[slot] += done
+        sent_counts[thread] = sent
+    return processed.sum()
+
+
 @njit(cache=True)
 def graph_state(exits: np.ndarray, children: np.ndarray, values: np.ndarray, counts: np.ndarray) -> None:
     """Pending codes and child counts of an explicit graph's nodes."""
@@ -1410,7 +1680,9 @@ def run_stages(
     build holds a slice here: `everywhere(count)` then sums a count over
     the processes (a stage ends when no process has anything FRESH), every
     process sweeps as often as the busiest, and `first_stage` resumes after
-    a checkpoint that `after_stage(stage)` took. Returns the stage reports
+    a checkpoint that `after_stage(stage)` took; there a stage is seeded on
+    every process when any holds its seeds, as seeding (seed_and_tell)
+    exchanges. Returns the stage reports
     and the seconds spent seeding. With `lined_ranks`, values and counts
     are one array holding that many ranks in the lined layout, and endless
     play is left pending: compact_lines settles it as it moves the values.
@@ -1438,7 +1710,10 @@ def run_stages(
         for stage in range(seeds if first_stage is None else first_stage, 0, -1):
             tick = time.perf_counter()
             found = 0
-            if codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF]:
+            seeded = int(codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF])
+            if seed_and_tell is not None and everywhere is not None:
+                seeded = everywhere(seeded)  # seed_and_tell is collective when it exchanges
+            if seeded:
                 with thread_count(1 if small else None):
                     if seed_and_tell is None:
                         seed_stage(stage, size, values, counts, value_words, flags, lined)

@@ -74,6 +74,27 @@ def test_the_slice_path_alone_gives_the_recorded_tables(tmp_path):
         assert int(handle.attrs["processes"]) == 1
 
 
+def test_a_slice_runs_each_stage_depth_first_and_a_full_stack_leaves_the_rest_to_sweeps(tmp_path):
+    # Depth first, a stage needs no sweep but the one that finds nothing
+    # FRESH (the sweeps of old took one for every step of a chain); with a
+    # stack of one position, what it cannot hold is swept, to the same values.
+    build.build(10, str(tmp_path), threads=1)
+    exchange = distributed.Exchange()
+    slices = distributed.Slices(exchange, distributed.all_bounds(12, 1))
+    for seeds in retrograde.exit_layers(12):
+        slices.load(str(tmp_path), seeds)
+    rows = index.RowTables(12).arrays
+    sweeps = {}
+    for stack in (retrograde.STACK, 1):
+        solver = distributed.SliceSolver(12, exchange, slices, rows, stack=stack)
+        with retrograde.thread_count(1):
+            stats = solver.solve()
+        assert _digest(solver.values) == HASHES["12"]
+        sweeps[stack] = sum(sweeps for _stage, _resolved, sweeps in stats["stages"])
+    assert sweeps[retrograde.STACK] == len(stats["stages"]) == 12
+    assert sweeps[1] > 2 * 12
+
+
 def test_a_slice_read_back_is_checked_like_a_whole_layer(tmp_path):
     build.build(11, str(tmp_path), threads=1)
     whole = tables.load_values(str(tmp_path), 11)
@@ -159,7 +180,7 @@ def _mpiexec(processes, *command, env=None, timeout=600):
 
 @pytest.mark.mpi
 @mpi_required
-@pytest.mark.parametrize("processes", [2, 3])
+@pytest.mark.parametrize("processes", [2, 3, 8])  # 8: more processes than cores (and than this machine's 2)
 def test_mpi_builds_the_same_tables_as_one_process(tmp_path, processes):
     directory = str(tmp_path)
     result = _mpiexec(processes, sys.executable, "-m", "solver", "build", "--max-seeds", "14", "--dir", directory,
