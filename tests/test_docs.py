@@ -259,15 +259,20 @@ def _regenerate(folder):
             handle.write(text)
     sent, _ = _uci_script()
     played = _play_uci(sent, directory)
-    shown = []
+    shown: list[str] = []
+    run: list[str] = []  # a run of info depth lines: its first and last are shown, `...` between
+
+    def close_run():
+        shown.extend(run if len(run) <= 2 else [run[0], "    ...", run[-1]])
+        run.clear()
+
     for side, line in played:
-        if side == "<" and line.startswith("info depth") and "pv" not in line.split():
-            if shown and shown[-1] == "    ...":
-                continue
-            if shown and shown[-1].startswith("    < info depth"):
-                shown.append("    ...")
-                continue
+        if side == "<" and line.startswith("info depth"):
+            run.append(f"    {side} {line}")
+            continue
+        close_run()
         shown.append(f"    {side} {line}")
+    close_run()
     text = _read(UCI_DOCUMENT)
     head, rest = text.split(SESSION_START, 1)
     tail = rest.split(SESSION_END, 1)[1]
