@@ -653,6 +653,49 @@ for case, name in names.items():
 """
 
 
+READER_CHECK = """
+import json, os, shutil, sys, threading
+from solver import tables
+from solver.probe import Tablebase
+from solver.search import Searcher
+from solver.table_reader import TableReader
+source, work = sys.argv[1], sys.argv[2]
+failures = []
+threading.excepthook = lambda args: failures.append(repr(args.exc_value))
+gate = threading.Event()
+reader = TableReader._read_in_background
+def held_back(self, layers):
+    gate.wait(120)
+    reader(self, layers)
+TableReader._read_in_background = held_back
+def report(case, problem):
+    print(json.dumps([case, problem]), flush=True)
+folder = os.path.join(work, "reader")
+shutil.copytree(source, folder)
+said = []
+searcher = Searcher(folder, hash_mb=8, log=said.append)
+os.remove(tables.table_path(folder, 5))
+os.remove(tables.table_path(folder, 8))
+os.mkfifo(tables.table_path(folder, 8))
+gate.set()
+done = searcher.wait_for_tables(timeout=120)
+read = searcher.table_layers
+problem = "" if done and not failures and sorted(searcher.left_out) == [5, 8] and len(said) == 2 and read == [
+    n for n in range(11) if n not in (5, 8)] else f"done {done}, read {read}, said {said}, failures {failures}"
+report("background reader: a layer removed and one made a pipe while read", problem)
+gate.clear()
+said = []
+tablebase = Tablebase(source)
+searcher = Searcher(tablebase, hash_mb=8, log=said.append)
+tablebase.close()
+gate.set()
+done = searcher.wait_for_tables(timeout=120)
+problem = "" if done and not failures and sorted(searcher.left_out) == list(range(1, 11)) and len(said) == 1 else (
+    f"done {done}, left out {sorted(searcher.left_out)}, said {said}, failures {failures}")
+report("background reader: its Tablebase closed while it reads", problem)
+"""
+
+
 MATCH_CHECK = """
 import contextlib, importlib.util, io, json, sys, traceback
 script, runs = sys.argv[1], json.loads(sys.argv[2])
@@ -712,7 +755,8 @@ def bad_weights_files(work):
 
 def engine_inputs(cases, work):
     """UCI lines no GUI should send, weights files that are no weights, the
-    fit's arguments and output, and match specs that make no sense: each a
+    fit's arguments and output, the Searcher's background reader when layers
+    go or its tables close, and match specs that make no sense: each a
     one-line refusal (or, for UCI, a line logged and ignored), never a
     traceback, a hang, a file left or a search with what was refused."""
     empty = os.path.join(work, "engine-empty")
@@ -759,6 +803,21 @@ def engine_inputs(cases, work):
     if status != 0:
         cases.record("fit: tables to fit on", False, err.strip()[-300:])
         return
+
+    # The Searcher's background reader: layers that go while it reads, its Tablebase closed.
+    reader_cases = ("background reader: a layer removed and one made a pipe while read",
+                    "background reader: its Tablebase closed while it reads")
+    try:
+        done = subprocess.run([sys.executable, "-c", READER_CHECK, tables_folder, work], capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": ROOT})
+        answers = dict(json.loads(line) for line in done.stdout.splitlines())
+        if "Traceback" in done.stderr:
+            answers = {case: answers.get(case) or done.stderr.strip()[-300:] for case in reader_cases}
+    except subprocess.TimeoutExpired as timeout:
+        answers = dict(json.loads(line) for line in (timeout.stdout or b"").decode().splitlines())
+    for case in reader_cases:
+        problem = answers.get(case, "it hung, or the check ended before it")
+        cases.record(case, not problem, problem)
     fit = ["fit-evaluation", "--dir", tables_folder, "--fit-layers", "5-8", "--holdout", "9-10", "--games", 200]
     for label, args in (("--games 10**30", ["--games", 10**30]), ("--seed -1", ["--seed", -1]),
                         ("--seed 2**64", ["--seed", 2**64]), ("--fit-layers 0-99999999999",
