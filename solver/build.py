@@ -145,6 +145,15 @@ def stopping_signals() -> Iterator[None]:
         _RECEIVED.clear()
     previous = {}
     stopped = False
+    unraisable = sys.unraisablehook
+    if caught:
+        # A stop raised inside a callback Python cannot raise from (a weakref's)
+        # would print "Exception ignored ... Traceback": it is honoured below instead.
+        def quiet_stops(info: Any) -> None:
+            if not isinstance(info.exc_value, KeyboardInterrupt):
+                unraisable(info)
+
+        sys.unraisablehook = quiet_stops
     try:
         for signum in caught:
             previous[signum] = signal.signal(signum, _stop)
@@ -155,6 +164,7 @@ def stopping_signals() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        sys.unraisablehook = unraisable
         heard = [signum for signum in _RECEIVED if signum != signal.SIGINT] if caught else []
         if heard:
             sys.stderr.flush()

@@ -852,11 +852,13 @@ def _game_of(position, moves):
     return subject if isinstance(subject, Game) else Game(subject)
 
 
-def _report_depth(done, value, exact, nodes_so_far, elapsed):
-    """One line per finished iteration on stderr, as engines print "info" lines."""
+def _report_depth(done, value, exact, nodes_so_far, elapsed, line=None):
+    """One line per finished iteration on stderr, as engines print "info" lines
+    (the search passes the iteration's principal line too; the every-move
+    search does not)."""
     rate = nodes_so_far / elapsed / 1e6 if elapsed > 0 else 0.0
     click.echo(f"depth {done:3d}  value {value:+3d}{' exact' if exact else ''}  nodes {nodes_so_far:,}  "
-               f"{elapsed:.2f} s  {rate:.1f} M nodes/s", err=True)
+               f"{elapsed:.2f} s  {rate:.1f} M nodes/s" + (f"  line {line}" if line else ""), err=True)
 
 
 def _rule_text(rule):
