@@ -5,7 +5,6 @@ whatever the number of processes, and a job that dies cleanly."""
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mpi_support import MPIEXEC, mpi_ready
 
 from solver import build, distributed, index, plan, retrograde, tables
 
@@ -157,20 +157,7 @@ def test_a_process_budget_too_small_is_one_line(tmp_path):
 
 # Under mpiexec -------------------------------------------------------------------------
 
-MPIEXEC = shutil.which("mpiexec")
-
-
-def _mpi_ready():
-    if MPIEXEC is None:
-        return False
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-mpi_required = pytest.mark.skipif(not _mpi_ready(), reason="needs mpiexec and mpi4py (awele[mpi])")
+mpi_required = pytest.mark.skipif(not mpi_ready(), reason="needs mpiexec and mpi4py (awele[mpi])")
 
 
 def _mpiexec(processes, *command, env=None, timeout=600):

@@ -6,30 +6,17 @@ job left."""
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
+from mpi_support import MPIEXEC, mpi_ready
 
 from solver import build, tables
 
-MPIEXEC = shutil.which("mpiexec")
-
-
-def _mpi_ready():
-    if MPIEXEC is None:
-        return False
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-pytestmark = [pytest.mark.mpi, pytest.mark.skipif(not _mpi_ready(), reason="needs mpiexec and mpi4py (awele[mpi])")]
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(not mpi_ready(), reason="needs mpiexec and mpi4py (awele[mpi])")]
 
 
 def _build(processes, *options, timeout=300):
