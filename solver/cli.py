@@ -1149,9 +1149,12 @@ def play(side: str, start: str | None, moves: str | None, directory: str | None,
     Type a house letter to move, `values` for every move's value (for you:
     exact from the tables, estimated by a search of --time seconds above
     them), `undo` to take back your last move, `quit` to stop. From the
-    tables awele plays perfectly with the true repetition rule over the game
-    played so far (Tablebase.best_move); above them it searches with that
-    rule and says the value it found, for itself, exact or an estimate.
+    tables awele searches under the true repetition rule over the game
+    played so far, the tables' values its estimates at the horizon, since
+    their values may rest on endless play, which that rule ends (it plays
+    the tables' move, Tablebase.best_move, where it takes every seed left
+    or loses them all). Above them it searches with that rule too. It says
+    the value it found, for itself, exact or an estimate.
     """
     side = side.upper()
     game = _game_of(start, moves)
@@ -1162,12 +1165,14 @@ def play(side: str, start: str | None, moves: str | None, directory: str | None,
             current = game.position
             click.echo(current.diagram())
             if current.to_move != side:
-                if tablebase.has_layer(current.seeds):
-                    # Perfect play with the true repetition rule over the game played.
+                if searcher is None:
+                    searcher = _searcher(tablebase.directory, None, hash_mb, threads)
+                if tablebase.has_layer(current.seeds) and not searcher.searches_inside_tables(game):
+                    # The tables' value holds under the true rule (or their layer is not read in yet).
                     move = _interruptible(tablebase.best_move, game).move
                 else:
-                    if searcher is None:
-                        searcher = _searcher(tablebase.directory, None, hash_mb, threads)
+                    # Above the tables, or a table value that may rest on endless
+                    # play: searched under the true rule over the game played.
                     found = _interruptible(functools.partial(searcher.search, game, time=seconds, cycles="own"))
                     move = found.move
                     kind = f"exact, {_rule_text(found.rule)}" if found.exact else f"an estimate at depth {found.depth}"

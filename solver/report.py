@@ -68,6 +68,20 @@ class Rule(str, Enum):
         return "the tables' convention (endless play splits the seeds left evenly)"
 
 
+def true_rule_may_change(value: int | None, seeds: int) -> bool:
+    """Whether a table value (the tables' convention, d for the mover) of a
+    position of `seeds` seeds may differ from the value under the true rule,
+    so that it is searched under that rule where the rule is in force.
+
+    The tables score endless play 0, the true rule ends it at the first
+    repetition with each side taking the seeds on its own side. Only a side
+    that takes every seed left (|d| = seeds) does so by play that never
+    repeats a position, whatever the other does; any other value may rest
+    on seeds that circle for ever, which the true rule gives to a side (a
+    win of +2 with three seeds circling may be +5, a 0 may be a loss)."""
+    return value is not None and abs(value) != seeds
+
+
 class _Scored(Protocol):
     """What the score helpers read of a position (solver.position.Position)."""
 

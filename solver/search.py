@@ -78,7 +78,7 @@ from .layers import available_memory, byte_histogram, known_value
 from .limits import DEFAULT_QUIESCENCE, MAX_PLY, MAX_QUIESCENCE
 from .position import HOUSE_LETTERS, Game, Position, as_position
 from .probe import Tablebase
-from .report import EndReason, MoveValue, Outcome, Rule, ended_value
+from .report import EndReason, MoveValue, Outcome, Rule, ended_value, true_rule_may_change
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 from .table_reader import TableReader, default_table_bytes, failing_layer
 
@@ -216,7 +216,7 @@ def _stored_depth(proven, remaining, horizon):
 def _search(
     path_mover, path_opponent, root, top, depth, alpha_top, beta_top, since_top, split, tt, history,
     flat, starts, loaded, partial, partial_starts, max_nodes, control, pv, pv_length, horizon, weights, top_moves,
-    quiescence,
+    quiescence, through_tables,
 ):
     """Fail-soft alpha-beta from path[top] to `depth` plies, window
     (alpha_top, beta_top).
@@ -249,6 +249,13 @@ def _search(
     rule); in "own" mode a score without it holds under the true rule. A
     table value of +n or -n right after a capture holds under both: the side
     that takes every seed does so without letting any position repeat.
+
+    `through_tables` (the true rule inside the tables, "own" mode): a table
+    value the true rule could change (any but that one) is not taken as the
+    node's score; the node is searched like any other, its repetitions
+    scored by the true rule, and its table value is only its estimate at
+    the horizon (never proven). So a proven score then holds under the true
+    rule, with the game's history.
 
     A horizon leaf scores evaluation.evaluate(weights) (an empty `weights`:
     0, an even split) unless `horizon` asks for proven bounds; either way it
@@ -349,7 +356,12 @@ def _search(
                 if value != NOT_TERMINAL:
                     score = value
                     score_split = not (since_capture[ply] == ply and (value == seeds or value == -seeds))
-                    continue
+                    if not (through_tables and score_split):
+                        continue
+                    if remaining[ply] <= 0 and horizon == 0:
+                        score_proven = False  # the table's value, an estimate of the true rule's
+                        continue
+                    score_split = False  # searched: what its moves give decides
                 data = tt_probe(tt, tt_mask, mover, opponent)
                 if data != 0:
                     value, bound, stored_depth, tt_move = tt_unpack(data)
@@ -930,6 +942,15 @@ class Searcher:
         `progress`, if given, is called after each finished iteration as
         progress(depth, value, exact, nodes so far, seconds so far, the
         iteration's principal line as move letters).
+
+        A root whose layer is built is answered from the tables (`source`
+        "table", exact under the rule said), except under cycles="own" with a
+        limit (depth, time or nodes) when searches_inside_tables(): its table
+        value may rest on endless play, which the true rule ends with each
+        side taking its own seeds, so the root is searched under the true
+        rule with the game's history, the tables' values only the estimates
+        of the horizon (`_search`'s through_tables). Its value is exact, rule
+        "true", only when the search proves it.
         """
         _check_limits(depth, time, nodes, cycles)
         history = _checked_history(history)
@@ -949,7 +970,9 @@ class Searcher:
         result.threads = threads
         self._begin(cycles)
 
-        if self._answers_from_tables(position, None if time is None else started + time / 2):
+        limited = depth is not None or time is not None or nodes is not None
+        through = limited and self.searches_inside_tables(position, cycles)
+        if not through and self._answers_from_tables(position, None if time is None else started + time / 2):
             try:
                 return self._from_tables(position, result, started, history, game, end)
             except MissingTableError:
@@ -959,6 +982,7 @@ class Searcher:
             except (TableError, OSError) as error:
                 self._leave_out(error, position.seeds)  # a layer it needs is damaged: search without it
         run = _Run(self, position, history, cycles, result, progress, started, threads, end)
+        run.through_tables = bool(through)
         self._run = run
         try:
             max_depth = depth or MAX_PLY
@@ -976,6 +1000,17 @@ class Searcher:
             run.close()
             self._run = None
         return result
+
+    def searches_inside_tables(self, position: Position | Game | str, cycles: str = "own") -> bool:
+        """Whether a search of `position` (with a limit) searches under the
+        true rule although the tables hold it, rather than answering from
+        them: in "own" mode, when its layer is in memory (the search's
+        estimates at the horizon are then the tables' values) and the true
+        rule may change its table value (report.true_rule_may_change)."""
+        position = position.position if isinstance(position, Game) else as_position(position)
+        if cycles != "own" or not self.tablebase.is_loaded(position.seeds) or not self._tables_usable(position):
+            return False
+        return true_rule_may_change(self.known(position), position.seeds)
 
     def _answers_from_tables(self, position, wait_until=None):
         """Whether the root's own table answers it (read from the file when too
@@ -1158,6 +1193,7 @@ class _Run:
             self.root = _fill_history(self.path_mover, self.path_opponent, history, position)
         self.path_mover[self.root], self.path_opponent[self.root] = position.packed()
         self.split = cycles == "split"
+        self.through_tables = False  # table values the true rule could change are searched through (see _search)
         self.result = result
         self.progress = progress
         self.started = started
@@ -1186,7 +1222,7 @@ class _Run:
         b = buffers
         return _search(b.path_mover, b.path_opponent, self.root, top, depth, window[0], window[1], since, self.split,
                        searcher.tt, b.history, *searcher._arrays(), budget, self.control, b.pv, b.pv_length,
-                       horizon, searcher.weights, b.top_moves, searcher.quiescence)
+                       horizon, searcher.weights, b.top_moves, searcher.quiescence, self.through_tables)
 
     def iterate(self, depth, budget=UNLIMITED, horizon=0):
         """Search the root to `depth`: (score, proven, nodes, aborted, on_split).

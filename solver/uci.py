@@ -627,7 +627,11 @@ class UciEngine:
                 max_table_seeds < 0 or position.seeds <= max_table_seeds) and position.seeds not in left_out:
             try:
                 deadline = None if limits.time is None else started + 0.9 * limits.time
-                return table_answer(tablebase, game, deadline)
+                if not searcher.searches_inside_tables(position, options["cycles"]):
+                    return table_answer(tablebase, game, deadline)
+                # Its table value may rest on endless play, which the true rule
+                # ends: searched under the true rule, the tables' values the
+                # horizon's estimates (Searcher.search).
             except MissingTableError:
                 pass  # a smaller layer is missing: search
             except TableError as error:

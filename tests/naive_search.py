@@ -77,3 +77,22 @@ def naive_estimate(board, depth, leaf, table_value, table_seeds, quiescence=0):
         return best
 
     return value(tuple(board), depth, root=True)
+
+
+def naive_true_value(board, history=(), budget=200_000, memo=None):
+    """d of `board` (mover view) under the true rule all the way down: the
+    first-repetition game with each side taking its own seeds, where a
+    capture leads to a position valued the same way with no history (no
+    earlier position can repeat after a capture). No table is used, so it is
+    exact where the tables' convention is not; `memo` keeps the values of
+    positions reached by a capture between calls. Raises TooLarge beyond
+    `budget` calls of naive_search_value's kind per position."""
+    memo = {} if memo is None else memo
+
+    def fresh(child):
+        key = tuple(child)
+        if key not in memo:
+            memo[key] = naive_search_value(list(key), fresh, "own", budget=budget)
+        return memo[key]
+
+    return naive_search_value(board, fresh, "own", history=history, budget=budget)

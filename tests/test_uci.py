@@ -160,16 +160,36 @@ def test_a_finished_game_answers_the_null_move(session):
     assert session.finish() == 0
 
 
-def test_a_position_in_the_tables_is_answered_from_them(session, table_dir):
-    position = Position.from_string("0-1-2-0-3-1/2-0-1-0-0-1 N 18:19")  # 11 seeds: inside layers 0..12
+def test_a_position_whose_every_seed_one_side_takes_is_answered_from_the_tables(session, table_dir):
+    position = Position.from_string("0-3-0-0-0-2/1-1-0-1-0-1 S 18:21")  # South takes all 9 seeds left
     session.send(f"position fen {uci.diagram(position)}", "go movetime 1000")
     lines = session.until("bestmove")
     move, _ = bestmove(lines)
     with Tablebase(table_dir) as tablebase:
         assert move in tablebase.best_moves(position)
         value = tablebase.value(position)
+    assert value == position.seeds
     assert any(line.startswith("info ") and f"score cp {100 * value}" in line for line in lines)
     assert any("source table" in line for line in lines)
+    assert session.finish() == 0
+
+
+def test_a_table_value_of_0_or_less_is_searched_under_the_true_rule(session, table_dir):
+    # -1 for North by the tables, whose convention splits endless play: the
+    # true rule may value it otherwise, so the engine searches it with that rule.
+    position = Position.from_string("0-1-2-0-3-1/2-0-1-0-0-1 N 18:19")
+    with Tablebase(table_dir) as tablebase:
+        assert tablebase.value(position) == -1
+    session.send("setoption name MaxTableSeeds value 12", "isready")
+    session.until("readyok")
+    session.send(f"position fen {uci.diagram(position)}", "go movetime 500")
+    lines = session.until("bestmove")
+    move, _ = bestmove(lines)
+    assert move in position.legal_moves()
+    assert any(line.startswith("info depth ") and " pv " in line for line in lines)
+    (said,) = [line for line in lines if line.startswith("info string value")]
+    assert "source search" in said
+    assert ("exact" in said and "true repetition rule" in said) or "estimate" in said, said
     assert session.finish() == 0
 
 

@@ -46,7 +46,7 @@ from ..errors import (
 )
 from ..position import parse_record
 from ..probe import Tablebase
-from ..report import best_of
+from ..report import best_of, true_rule_may_change
 from ..search import CYCLES
 from . import oracle
 from .worker import JobError, JobTimeout, Worker
@@ -436,9 +436,11 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
     async def engine(request: EngineRequest):
         """The move awele plays in the game's position, with the true
         repetition rule over the game: from the tables when they hold the
-        position (`source` "table", `exact` true), else by a search of `time`
-        seconds (capped) with the game's history (`source` "search"; `search`
-        holds the whole result). A damaged layer the position needs is
+        position and their value holds under that rule (one side takes every
+        seed left: `source` "table", `exact` true), else by a search of
+        `time` seconds (capped) with the game's history (`source` "search";
+        `search` holds the whole result), which inside the tables has their
+        values as its estimates at the horizon (report.true_rule_may_change). A damaged layer the position needs is
         searched without (`note` says which).
 
         The move may be an immediate win that ends the game at 25 seeds
@@ -453,6 +455,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
             if not tablebase.has_layer(game.position.seeds):
                 return game, None, None, None
             try:
+                if true_rule_may_change(tablebase.value(game.position), game.position.seeds):
+                    return game, None, None, None  # a value that may rest on endless play: searched under the true rule
                 chosen = tablebase.best_move(game, progress=False)
                 candidates = [m.move for m in best_of(tablebase.game_moves(game))] if chosen is None else []
             except MissingTableError:
@@ -478,7 +482,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         seconds = min(request.time, max_search_time)
         found = await slow("engine_search", {"position": request.position, "moves": request.moves, "time": seconds},
                            seconds + JOB_GRACE)
-        answer.update({"move": found["move"], "source": oracle.SEARCH, "exact": found["exact"], "search": found})
+        source = oracle.TABLE if found["source"] == "table" else oracle.SEARCH  # a layer not read in yet: its file
+        answer.update({"move": found["move"], "source": source, "exact": found["exact"], "search": found})
         return answer
 
     @app.post("/api/analyse", summary="Every ply of a game against perfect play")
