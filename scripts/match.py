@@ -25,6 +25,11 @@ A and B are engine specifications:
   plus --grace seconds gets ``stop``; one that still does not answer, exits,
   or plays an illegal move loses the game (the record says why).
 
+--nodes N searches every move to N nodes instead of a move time (``go nodes
+N``, or the Searcher's ``nodes``): a comparison of the two engines' play at
+equal work, which does not depend on what else runs on the machine (a table
+build, say); the time keeping is then not part of what is measured.
+
 Games start from openings: every distinct position after --opening-plies
 plies from the initial position (or --openings N of them drawn with --seed),
 or the records of --openings-file, one per line. Each opening is played
@@ -137,6 +142,8 @@ def awele_options(spec_body):
 
 MAX_THREADS = 256  # as the UCI Threads option
 MAX_SECONDS = 3600.0  # the most --movetime, --grace or time= may be: an hour a move
+MAX_NODES = 10**10  # the most --nodes may be
+NODES_WAIT = 600.0  # seconds a UCI engine may take over a move of --nodes before it is stopped
 
 
 def _whole(key, value, low, high):
@@ -246,8 +253,10 @@ class AweleEngine:
         except (AweleError, TypeError, ValueError) as error:
             raise MatchError(f"engine {self.spec!r}: {error}") from None
 
-    def play(self, game, movetime):
+    def play(self, game, movetime, nodes=None):
         options = {"time": movetime, "cycles": "own", **self.searched}
+        if nodes is not None:
+            options = {**{k: v for k, v in options.items() if k != "time"}, "nodes": nodes}
         started = time.perf_counter()
         try:
             result = self.searcher.search(game, **options)
@@ -350,16 +359,17 @@ class UciEngine:
         if self._wait_for("readyok", self.READY_SECONDS) is None:
             raise MatchError(f"engine {self.spec!r} did not answer 'isready' within {self.READY_SECONDS:g} s")
 
-    def play(self, game, movetime):
+    def play(self, game, movetime, nodes=None):
         self._drain()
         moves = "".join(game.moves)
         start = "startpos" if game.start == Position.initial() else f"fen {dialect_diagram(game.start)}"
         self.send(f"position {start}" + (f" moves {moves}" if moves else ""))
         started = time.perf_counter()
-        if not self.send(f"go movetime {max(1, round(movetime * 1000))}"):
+        go = f"go nodes {nodes}" if nodes is not None else f"go movetime {max(1, round(movetime * 1000))}"
+        if not self.send(go):
             return Answer(None, 0.0, failure="the engine has exited")
         depth = value = None
-        deadline = movetime + self.grace
+        deadline = (NODES_WAIT if nodes is not None else movetime) + self.grace
         stopped = False
         while True:
             left = started + deadline - time.perf_counter()
@@ -532,8 +542,10 @@ def late_limit(movetime):
     return 1.05 * movetime + 0.020
 
 
-def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, adjudicate):
-    """Play one game; engines maps "A"/"B" to engine objects."""
+def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, adjudicate, nodes=None):
+    """Play one game; engines maps "A"/"B" to engine objects. With `nodes`,
+    every move is searched to that many nodes instead of `movetime` (and no
+    move counts as late)."""
     game = Game.from_record(opening)
     side_of = {"S": "A" if a_is_south else "B", "N": "B" if a_is_south else "A"}
     for engine in engines.values():
@@ -544,9 +556,9 @@ def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, a
     forfeit = None
     while not game.is_over() and len(game.moves) < max_plies:
         name = side_of[game.position.to_move]
-        answer = engines[name].play(game, movetime)
+        answer = engines[name].play(game, movetime, nodes)
         longest[name] = max(longest[name], answer.seconds)
-        late[name] += answer.seconds > late_limit(movetime)
+        late[name] += nodes is None and answer.seconds > late_limit(movetime)
         if answer.depth:
             depths[name].append(answer.depth)
         if answer.failure is not None:
@@ -607,12 +619,12 @@ def _start_worker(spec_a, spec_b, uci_options, grace):
     _WORKER["engines"] = {"A": make_engine(spec_a, uci_options, grace), "B": make_engine(spec_b, uci_options, grace)}
 
 
-def _play_in_worker(job, movetime, max_plies, adjudicate):
-    return play_game(_WORKER["engines"], *job, movetime, max_plies, adjudicate)
+def _play_in_worker(job, movetime, max_plies, adjudicate, nodes):
+    return play_game(_WORKER["engines"], *job, movetime, max_plies, adjudicate, nodes)
 
 
 def run_match(spec_a, spec_b, openings, movetime, max_plies=300, adjudicate="own", concurrency=1,
-              uci_options=(), grace=2.0, report=None, skip=()):
+              uci_options=(), grace=2.0, report=None, skip=(), nodes=None):
     """Play every game pair (but the game numbers in `skip`); return the
     GameRecords in game order. `report(record)` is called as each game finishes."""
     jobs = [job for job in schedule(openings) if job[0] not in set(skip)]
@@ -623,7 +635,7 @@ def run_match(spec_a, spec_b, openings, movetime, max_plies=300, adjudicate="own
         engines = {"A": make_engine(spec_a, uci_options, grace), "B": make_engine(spec_b, uci_options, grace)}
         try:
             for job in jobs:
-                record = play_game(engines, *job, movetime, max_plies, adjudicate)
+                record = play_game(engines, *job, movetime, max_plies, adjudicate, nodes)
                 records.append(record)
                 if report:
                     report(record)
@@ -637,7 +649,7 @@ def run_match(spec_a, spec_b, openings, movetime, max_plies=300, adjudicate="own
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(concurrency, mp_context=context, initializer=_start_worker,
                              initargs=(spec_a, spec_b, tuple(uci_options), grace)) as pool:
-        futures = [pool.submit(_play_in_worker, job, movetime, max_plies, adjudicate) for job in jobs]
+        futures = [pool.submit(_play_in_worker, job, movetime, max_plies, adjudicate, nodes) for job in jobs]
         for future in as_completed(futures):
             record = future.result()
             records.append(record)
@@ -839,6 +851,9 @@ def main(argv=None):
     parser.add_argument("engine_a", metavar="A", help="awele:KEY=VALUE,... or uci:COMMAND LINE")
     parser.add_argument("engine_b", metavar="B", help="awele:KEY=VALUE,... or uci:COMMAND LINE")
     parser.add_argument("--movetime", type=float, default=1.0, help="seconds a move (default 1)")
+    parser.add_argument("--nodes", type=int, default=None,
+                        help="search every move to this many nodes instead (UCI: go nodes N); the result then "
+                             "does not depend on what else runs on the machine")
     parser.add_argument("--openings", type=int, default=None, help="number of openings (game pairs)")
     parser.add_argument("--games", type=int, default=None, help="number of games (even: openings = games / 2)")
     parser.add_argument("--opening-plies", type=int, default=2, help="plies from the initial position (default 2)")
@@ -869,6 +884,8 @@ def main(argv=None):
         if args.openings is not None and args.openings < 1:
             raise MatchError("--openings must be at least 1")
         _seconds("--movetime", args.movetime)
+        if args.nodes is not None and not 1 <= args.nodes <= MAX_NODES:
+            raise MatchError(f"--nodes must be 1..{MAX_NODES}, got {args.nodes}")
         _seconds("--grace", args.grace)
         if not 1 <= args.concurrency <= MAX_CONCURRENCY:
             raise MatchError(f"--concurrency must be 1..{MAX_CONCURRENCY}, got {args.concurrency}")
@@ -882,8 +899,9 @@ def main(argv=None):
         openings = choose_openings(args.openings, args.opening_plies, args.seed, args.openings_file)
         names = {"A": args.engine_a, "B": args.engine_b}
         out = sys.stderr if args.json else sys.stdout
+        limit = f"{args.nodes:,} nodes" if args.nodes is not None else f"{args.movetime:g} s"
         print(f"A = {names['A']}\nB = {names['B']}\n{len(openings)} openings, {2 * len(openings)} games, "
-              f"{args.movetime:g} s a move:", file=out)
+              f"{limit} a move:", file=out)
         for i, opening in enumerate(openings, 1):
             print(f"  opening {i}: {opening or '(initial position)'}", file=out)
         total = 2 * len(openings)
@@ -891,7 +909,8 @@ def main(argv=None):
         with contextlib.ExitStack() as stack:
             earlier, journal = [], None
             if args.journal:
-                settings = {"engines": names, "movetime": args.movetime, "max_plies": args.max_plies,
+                settings = {"engines": names, "movetime": args.movetime, "nodes": args.nodes,
+                            "max_plies": args.max_plies,
                             "adjudicate": args.adjudicate, "uci_options": args.uci_option, "openings": openings,
                             "version": checkout_version()}
                 earlier, journal = open_journal(args.journal, settings)
@@ -914,7 +933,7 @@ def main(argv=None):
 
             records = run_match(args.engine_a, args.engine_b, openings, args.movetime, args.max_plies,
                                 args.adjudicate, args.concurrency, args.uci_option, args.grace, report,
-                                skip=[r.number for r in earlier])
+                                skip=[r.number for r in earlier], nodes=args.nodes)
             records = sorted(earlier + records, key=lambda r: r.number)
     except MatchError as error:
         print(f"match: error: {error}", file=sys.stderr)
@@ -925,6 +944,7 @@ def main(argv=None):
         data = {
             "engines": names,
             "movetime": args.movetime,
+            "nodes": args.nodes,
             "max_plies": args.max_plies,
             "adjudicate": args.adjudicate,
             "opening_plies": args.opening_plies,

@@ -9,10 +9,12 @@ whichever thread is free. The atomics take a C-contiguous 1-D integer array
 and an index; prefetch takes a 1-D array and an index, prefetch_row a 2-D array
 and a row. trailing_zeros and leading_zeros find the lowest and the highest set bit of a
 word in one instruction (un-sowing finds empty houses of a row with them).
+monotonic_ns reads the clock time.perf_counter reads, from inside a kernel.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -129,3 +131,33 @@ def trailing_zeros(typingctx: Any, word: types.Integer) -> tuple[Signature, Code
 def leading_zeros(typingctx: Any, word: types.Integer) -> tuple[Signature, Codegen]:
     """The number of zero bits above the highest set bit of a 64-bit word (64 for 0): llvm.ctlz."""
     return _bit_scan(word, "llvm.ctlz.i64")
+
+
+# The clock of time.perf_counter (and of time.clock_gettime_ns(CLOCKS)) where the C
+# library has clock_gettime: CLOCK_MONOTONIC on Linux and macOS. Elsewhere None.
+CLOCKS = getattr(time, "CLOCK_MONOTONIC", None) if hasattr(time, "clock_gettime_ns") else None
+
+
+@intrinsic
+def monotonic_ns(typingctx: Any) -> tuple[Signature, Codegen]:
+    """Nanoseconds of the monotonic clock (time.clock_gettime_ns(CLOCKS)), read
+    by the C library's clock_gettime (no system call on Linux: the vDSO); 0
+    where there is none (CLOCKS None), or if the call fails."""
+    signature = types.int64()
+
+    def codegen(context, builder, sig, args):
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        if CLOCKS is None:
+            return ir.Constant(i64, 0)
+        timespec = ir.LiteralStructType([i64, i64])  # struct timespec on 64-bit Linux and macOS
+        slot = cgutils.alloca_once(builder, timespec)
+        clock_type = ir.FunctionType(i32, [i32, timespec.as_pointer()])
+        function = cgutils.get_or_insert_function(builder.module, clock_type, "clock_gettime")
+        status = builder.call(function, [ir.Constant(i32, CLOCKS), slot])
+        failed = builder.icmp_signed("!=", status, ir.Constant(i32, 0))
+        seconds = builder.load(cgutils.gep_inbounds(builder, slot, 0, 0))
+        nanoseconds = builder.load(cgutils.gep_inbounds(builder, slot, 0, 1))
+        total = builder.add(builder.mul(seconds, ir.Constant(i64, 1_000_000_000)), nanoseconds)
+        return builder.select(failed, ir.Constant(i64, 0), total)
+
+    return signature, codegen

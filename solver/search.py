@@ -69,11 +69,11 @@ import numpy as np
 from numba import njit
 
 from . import index
-from .clock import STOP, Clock, margin
+from .clock import DEADLINE, STOP, STOPPED, Clock, margin
 from .component import SolvedComponents
 from .errors import GameOverError, MissingTableError, SearchError, TablebaseClosedError, TableError
 from .evaluation import evaluate_and_threat, load_weights
-from .intrinsics import prefetch_row
+from .intrinsics import monotonic_ns, prefetch_row
 from .layers import available_memory, byte_histogram, known_value
 from .limits import DEFAULT_QUIESCENCE, MAX_PLY, MAX_QUIESCENCE
 from .position import HOUSE_LETTERS, Game, Position, as_position
@@ -233,7 +233,8 @@ def _search(
     started at its node only when `repeat` is that node's ply or later).
 
     It stops (aborted) after `max_nodes` nodes or when control[STOP] is
-    set, which it reads every STOP_CHECK nodes: its score is then the best
+    set, which it reads every STOP_CHECK nodes (setting it to STOPPED
+    itself once the clock passes control[DEADLINE], when that is not 0): its score is then the best
     of path[top]'s moves searched to the end, with its line in pv[top] (a
     pv_length[top] cleared before the call stays 0 when none was, and the
     score is 0); it holds no GIL, so threads
@@ -313,6 +314,9 @@ def _search(
     while True:
         if not have_result:
             # Enter the node at `ply`.
+            if (nodes % STOP_CHECK == 0 and control[STOP] == 0 and control[DEADLINE] != 0
+                    and monotonic_ns() >= control[DEADLINE]):  # type: ignore[call-arg]  # (@intrinsic: typingctx)
+                control[STOP] = STOPPED  # the search's end, read here (a timer thread wakes late when busy)
             if nodes == max_nodes or (nodes % STOP_CHECK == 0 and control[STOP] != 0):
                 if ply > top:
                     top_moves[ROW, 0] = move_count[top]

@@ -316,3 +316,16 @@ def test_match_arguments_that_make_no_sense_are_one_line(no_tables, tmp_path, ca
 def test_the_examples_name_no_developers_folder():
     text = open(os.path.join(ROOT, "scripts", "match.py")).read()
     assert "/work/" not in text and "/home/" not in text
+
+
+def test_a_match_at_fixed_nodes_plays_the_same_games_whatever_the_load(no_tables):
+    # Nodes, not time: the in-process engine searches `nodes` per move and the
+    # UCI one gets `go nodes N`, so the same match plays the same games again.
+    engine = f"awele:max_table_seeds=0,hash_mb=1,threads=1,tables={no_tables}"
+    protocol = f"uci:{sys.executable} -m solver uci --dir {no_tables}"
+    first, again = (match.run_match(engine, protocol, ["1. F b"], movetime=0.01, max_plies=12, grace=30,
+                                    nodes=3_000, uci_options=["Hash=1", "Threads=1", "UseTables=false"])
+                    for _ in range(2))
+    assert [r.record for r in first] == [r.record for r in again]
+    for r in first:
+        assert "forfeits" not in r.termination and not any(r.late.values()), r.termination
