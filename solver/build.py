@@ -49,6 +49,7 @@ from .plan import (
     verify_groups,
     working_bytes,
 )
+from .resume import LayerCheckpoints
 
 LOCK_NAME = ".awele-build.lock"
 SCRATCH_NAME = "awele-scratch"  # the disk mode's scratch folder inside the tables folder, unless --scratch
@@ -245,8 +246,10 @@ def _make_room(store, keep, need, budget, working):
 
 
 def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...],
-                progress: Callable | None = None) -> dict[str, Any]:
-    """Solve layer `seeds` in `store` within `budget` and write its file; return stats."""
+                progress: Callable | None = None, checkpoints: LayerCheckpoints | None = None) -> dict[str, Any]:
+    """Solve layer `seeds` in `store` within `budget` and write its file; return
+    stats. With `checkpoints`, a state they saved is resumed (no exit passes)
+    and the stages' state is saved as they say (solver.resume)."""
     working = working_bytes(seeds)
     wanted = set(retrograde.exit_layers(seeds))
     # Layers no longer needed by this layer or the next go first; the one just
@@ -257,9 +260,10 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     groups = exit_groups(seeds, budget)
     solver = retrograde.LayerSolver(seeds, store, rows)
     load_seconds = 0.0
+    first_stage = checkpoints.resume(solver) if checkpoints is not None else None
     # Resident layers first: a pass over them costs no reading.
     groups.sort(key=lambda g: -sum(1 for m in g if store.loaded[m]))
-    for group in groups:
+    for group in groups if first_stage is None else []:
         need = sum(index.layer_size(m) for m in group if not store.loaded[m])
         _make_room(store, set(group), need, budget, working)
         started = time.perf_counter()
@@ -268,7 +272,9 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
                 _load(directory, store, m)
         load_seconds += time.perf_counter() - started
         solver.exits(group)
-    stats = solver.solve(progress)
+    stats = solver.solve(progress, first_stage=first_stage,
+                         after_stage=None if checkpoints is None else checkpoints.after_stage(solver))
+    stats["resumed_at_stage"] = first_stage
     started = time.perf_counter()
     tables.write_table(
         directory,
@@ -280,6 +286,8 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     )
     stats["write_seconds"] = time.perf_counter() - started
     stats["load_seconds"] = load_seconds
+    if checkpoints is not None:
+        checkpoints.clear()
     return stats
 
 
@@ -339,7 +347,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
           report: Callable[[dict], None] | None = None, progress: Callable | None = None,
           store: LayerStore | None = None, scratch: str | None = None, leave_out: Iterable[int] = (),
           disk_slices: int | None = None, disk_sliced_stages: bool = False,
-          checkpoint_interval: float = 600.0) -> LayerStore:
+          checkpoint_interval: float = 600.0, checkpoint_dir: str | None = None) -> LayerStore:
     """Build every missing layer 0..max_seeds in order; reuse the valid ones.
 
     `memory` is the budget in bytes (default: available memory less a
@@ -351,7 +359,9 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     raises, naming it: delete it to rebuild. Layers in `leave_out` are not
     built (47, for a build aimed at the opening: no game reaches it).
     A layer in the disk mode saves its stages' state in the scratch folder
-    at most every `checkpoint_interval` seconds, where there is room.
+    at most every `checkpoint_interval` seconds, where there is room; with
+    `checkpoint_dir`, a layer in memory does the same there (solver.resume),
+    and a rerun goes on from the last such state.
     `disk_slices` forces the disk mode, in that many slices, on every layer
     it can take, and `disk_sliced_stages` its stages in slices (tests).
 
@@ -373,7 +383,11 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
             raise BuildError(f"layer {seeds} needs layer {needed[0]}: only a layer no later one captures into "
                              f"(47, for 48) can be left out")
     prepare_directory(directory)
-    with BuildLock(directory):
+    if checkpoint_dir:
+        _check_checkpoint_folder(checkpoint_dir)
+    outside = checkpoint_dir is not None and os.path.realpath(checkpoint_dir) != os.path.realpath(directory)
+    # A checkpoint folder elsewhere could be another build's too: it is locked as a tables folder is.
+    with BuildLock(directory), BuildLock(checkpoint_dir) if checkpoint_dir is not None and outside else _no_lock():
         _remove_leftovers(directory)
         missing = [n for n in range(max_seeds + 1) if n not in leave_out and not _existing_layer_ok(directory, n)]
         too_big = [n for n in missing if mode(n, budget) == "too big"]
@@ -396,8 +410,11 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                     if layout is None and least_bytes(seeds) > budget:
                         layout = disk_plan(seeds, budget)
                     if layout is None:
-                        stats = build_layer(seeds, directory, store, budget, rows, progress=step)
-                        row["mode"] = "memory"
+                        checkpoints = (LayerCheckpoints(seeds, checkpoint_dir, checkpoint_interval)
+                                       if checkpoint_dir else None)
+                        stats = build_layer(seeds, directory, store, budget, rows, progress=step,
+                                            checkpoints=checkpoints)
+                        row.update(mode="memory", resumed_at_stage=stats["resumed_at_stage"])
                     else:
                         stats = build_layer_on_disk(seeds, directory, scratch, store, layout, rows, progress=step,
                                                     checkpoint_interval=checkpoint_interval)

@@ -267,7 +267,8 @@ def _budget(memory, builds=True):
               help="Worker threads (default: all cores; under MPI, the cores shared by the processes of a machine).")
 @_memory_option
 @click.option("--checkpoint-dir", type=click.Path(file_okay=False), default=None,
-              help="Save each layer's working state at stage boundaries here, so a rerun resumes mid-layer.")
+              help="Save each layer's working state at stage boundaries here, so a rerun resumes mid-layer "
+              "(a layer in the disk mode does so in --scratch).")
 @click.option("--checkpoint-interval", type=click.FloatRange(min=0), default=600.0, show_default=True,
               metavar="SECONDS", help="At most one checkpoint per this many seconds (also of a layer in the disk "
               "mode, in --scratch).")
@@ -301,13 +302,13 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
 
     directory = directory or tables.default_directory()
     processes = distributed.launched_processes()
-    if processes == 1 and checkpoint_dir is None:
+    if processes == 1:
         check_options()
         _build_here(max_seeds, directory, threads, _budget(memory), as_json, quiet, scratch,
-                    (UNREACHABLE_LAYER,) if leave_out_47 else (), checkpoint_interval)
+                    (UNREACHABLE_LAYER,) if leave_out_47 else (), checkpoint_interval, checkpoint_dir)
         return
     if scratch is not None or leave_out_47:
-        raise UserError("--scratch and --leave-out-47 are for a build in one process without --checkpoint-dir")
+        raise UserError("--scratch and --leave-out-47 are for a build in one process")
     exchange = distributed.world() if processes > 1 else distributed.Exchange()
     try:
         check_options()
@@ -409,7 +410,7 @@ UNREACHABLE_LAYER = 47  # solver.build.UNREACHABLE, without importing the builde
 
 
 def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=None, leave_out=(),
-                checkpoint_interval=600.0):
+                checkpoint_interval=600.0, checkpoint_dir=None):
     """The build in this process alone."""
     from . import build as builder
     from . import index
@@ -428,10 +429,12 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
                       f"{scratch or os.path.join(directory, builder.SCRATCH_NAME)}" if on_disk else "")
                    + (f" (layers {', '.join(map(str, sliced))} with their stages in slices too: many times slower, "
                       "see awele plan)" if sliced else "")
-                   + (f"; leaving out layer {', '.join(map(str, leave_out))}" if leave_out else ""))
+                   + (f"; leaving out layer {', '.join(map(str, leave_out))}" if leave_out else "")
+                   + (f"; checkpoints in {checkpoint_dir}" if checkpoint_dir else ""))
     started = time.perf_counter()
     builder.build(max_seeds, directory, threads=threads, memory=budget, report=_layer_reporter(bars, as_json),
-                  progress=progress, scratch=scratch, leave_out=leave_out, checkpoint_interval=checkpoint_interval)
+                  progress=progress, scratch=scratch, leave_out=leave_out, checkpoint_interval=checkpoint_interval,
+                  checkpoint_dir=checkpoint_dir)
     if not as_json:
         click.echo(f"done in {time.perf_counter() - started:.1f} s")
 

@@ -113,46 +113,14 @@ def test_process_memory_falls_with_more_processes():
 # Checkpoints -------------------------------------------------------------------------
 
 
-def test_a_build_killed_between_stages_resumes_at_its_checkpoint(tmp_path):
+def test_one_process_with_a_checkpoint_folder_checkpoints_a_slice_of_one(tmp_path):
+    # The sliced build's own checkpoints, one process holding the one slice
+    # (the CLI builds in one process through build.build: tests/test_resume.py).
     directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
-    args = ["build", "--max-seeds", "11", "--dir", directory, "--threads", "1", "--checkpoint-dir", checkpoints,
-            "--checkpoint-interval", "0", "--quiet"]
-    killed = _awele(*args, env={distributed.KILL_VARIABLE: "11:6:0"})
-    assert killed.returncode == -9
-    assert not os.path.exists(tables.table_path(directory, 11))
-    assert sorted(os.listdir(checkpoints)) == ["awele-11.checkpoint.json", "awele-11.stage-06.process-0-of-1.state"]
-    resumed = _awele(*args, "--json")
-    assert resumed.returncode == 0, resumed.stderr
-    rows = [json.loads(line) for line in resumed.stdout.splitlines()]
-    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [6]
-    assert os.listdir(checkpoints) == []
-    _check_hashes(directory, 11)
-
-
-def test_a_damaged_checkpoint_is_ignored_and_the_layer_starts_over(tmp_path):
-    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
-    args = ["build", "--max-seeds", "10", "--dir", directory, "--threads", "1", "--checkpoint-dir", checkpoints,
-            "--checkpoint-interval", "0", "--quiet"]
-    assert _awele(*args, env={distributed.KILL_VARIABLE: "10:4:0"}).returncode == -9
-    state = os.path.join(checkpoints, "awele-10.stage-04.process-0-of-1.state")
-    with open(state, "r+b") as handle:
-        handle.seek(100)
-        byte = handle.read(1)
-        handle.seek(100)
-        handle.write(bytes([byte[0] ^ 0x10]))
-    rerun = _awele(*args, "--json")
-    assert rerun.returncode == 0, rerun.stderr
-    rows = [json.loads(line) for line in rerun.stdout.splitlines()]
-    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [None]
+    build.build_distributed(10, directory, distributed.Exchange(), threads=1, checkpoint_dir=checkpoints,
+                            checkpoint_interval=0.0)
+    assert [name for name in os.listdir(checkpoints) if name != build.LOCK_NAME] == []
     _check_hashes(directory, 10)
-
-
-def test_a_process_budget_too_small_is_one_line(tmp_path):
-    result = _awele("build", "--max-seeds", "12", "--dir", str(tmp_path), "--checkpoint-dir", str(tmp_path / "c"),
-                    "--memory", "100M")
-    assert result.returncode == 2
-    assert result.stderr.strip().count("\n") == 0 and "needs" in result.stderr and "process" in result.stderr
-    assert tables.built_layers(str(tmp_path)) == []
 
 
 # Under mpiexec -------------------------------------------------------------------------
