@@ -266,8 +266,8 @@ def analyse(
         from .probe import Tablebase
 
         tablebase = opened = Tablebase(os.fsdecode(tablebase) if tablebase is not None else None)
+    judge = _Judge(tablebase, searcher, time_per_ply, max_tables)
     try:
-        judge = _Judge(tablebase, searcher, time_per_ply, max_tables)
         replay = Game(game.start)
         plies = []
         summaries = {SOUTH: SideSummary(SIDE_NAMES[SOUTH]), NORTH: SideSummary(SIDE_NAMES[NORTH])}
@@ -307,6 +307,8 @@ def analyse(
             if progress is not None:
                 progress(ply)
     finally:
+        if searcher is None and judge.searcher is not None:
+            judge.searcher.close()  # made here: its background reader stops before the tables may close
         if opened is not None:
             opened.close()
     result = game.result()

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 SMALL_LAYERS = 4  # layers built to compile the builder's and the readers' kernels (a few milliseconds each)
+COMPILE_BUDGET = 1 << 30  # bytes of memory the build of those layers may plan for
 
 
 def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, float]:
@@ -41,7 +42,9 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
         from .search import Searcher
         from .web import oracle
 
-        step("the builder", lambda: build.build(SMALL_LAYERS, folder))
+        # A budget of its own: layers this small need a few MiB, and the default
+        # (the memory available) refuses them on a machine busy with a big build.
+        step("the builder", lambda: build.build(SMALL_LAYERS, folder, memory=COMPILE_BUDGET))
         with Tablebase(folder) as tablebase:
             def read() -> None:
                 oracle.warm_up(tablebase)

@@ -799,6 +799,11 @@ class Searcher:
 
     # Searching -------------------------------------------------------------------
 
+    def close(self) -> None:
+        """Done with this Searcher (its Tablebase may be closed next): the
+        background reader stops after the layer it is reading, silently."""
+        self.tables.stop(timeout=0)
+
     def stop(self) -> None:
         """Stop the search in progress (from another thread): it returns what its
         finished iterations found, as when its time runs out."""

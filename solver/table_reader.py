@@ -92,6 +92,7 @@ class TableReader:
         self.budget: int | None = None  # bytes of tables to read, when chosen by bytes
         self._coming: set[int] = set()  # layers the background thread is still to read
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # stop(): the owner is done with the tables
         self._lock = threading.Lock()  # left_out and _coming, written by both threads
         built = sorted(tablebase.layers())
         if max_table_seeds is not None:
@@ -126,14 +127,15 @@ class TableReader:
 
     def _read_in_background(self, layers: list[int]) -> None:
         for i, n in enumerate(layers):
-            if _EXITING.is_set():
-                return  # the interpreter is exiting: no new layer read (HDF5 is being closed)
+            if _EXITING.is_set() or self._stopping.is_set():
+                return  # the interpreter is exiting (HDF5 is being closed), or the owner is done
             try:
                 self._read(n, quiet_at_exit=True)
             except TablebaseClosedError as error:
                 for rest in layers[i:]:
                     self.leave_out(rest, error, quiet=True)
-                self.log(f"the tables were closed: layers {n}..{layers[-1]} are left out of the search")
+                if not self._stopping.is_set():
+                    self.log(f"the tables were closed: layers {n}..{layers[-1]} are left out of the search")
                 return
             except Exception as error:  # never a traceback in this thread: a failure not foreseen is said, and left out
                 if not _EXITING.is_set():
@@ -141,6 +143,14 @@ class TableReader:
             finally:
                 with self._lock:
                     self._coming.discard(n)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """The owner is done with the tables (it may close them next): the
+        background thread reads no further layer and says nothing of a
+        Tablebase closed under it; waits up to `timeout` seconds for it."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
 
     def _read(self, seeds: int, quiet_at_exit: bool = False) -> None:
         """Read layer `seeds` whole; a file that cannot be (damaged, swapped,
