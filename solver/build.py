@@ -532,6 +532,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                     row.update(exit_seconds=stats["exit_seconds"], stage_seconds=stats["stage_seconds"],
                                write_seconds=time.perf_counter() - written, exit_passes=1,
                                resumed_at_stage=stats["resumed_at_stage"], exit_bytes_exchanged=exit_bytes,
+                               stage_rounds=stats["stage_rounds"],
                                working_bytes=-(-working_bytes(seeds) // processes))
                 seconds = time.perf_counter() - started
                 shared = exchange.gather((exchange.bytes_sent - sent, exchange.seconds - talking, peak_memory_bytes()))

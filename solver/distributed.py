@@ -1,8 +1,11 @@
 """The layer build on many processes: MPI through mpi4py (``awele[mpi]``).
 
 ``mpiexec -n P awele build --max-seeds N`` runs this. Each process owns a
-contiguous slice of every layer's ranks (cut at multiples of
-retrograde.BLOCK, so P need not divide anything) and holds only its slices:
+contiguous slice of every layer's ranks in the distance order
+(index.DISTANCE_ORDER: the file's groups of positions with m seeds on the
+mover's row listed by |2m - n|, so that a move, which swaps the rows, mostly
+stays in its slice), cut at multiples of retrograde.BLOCK, so P need not
+divide anything; it holds only its slices:
 the working state of its slice of the layer being built (1.5 bytes a
 position) and its slices of the smaller layers, which it solved itself or
 read from their files (every chunk's CRC checked, the histogram summed over
@@ -36,7 +39,8 @@ the positions with |d| = k are resolved), so the files are the same
 whatever P: the values, their chunks and CRCs byte for byte.
 
 Files: process 0 writes each layer through tables.write_table, gathering it
-a slice at a time from the owners, under the same temporary-name-and-rename
+a slice at a time in the file's order from the owners (each window of the
+file being runs of the distance order: index.file_pieces), under the same temporary-name-and-rename
 rule; it alone holds the folder's build lock. Checkpoints (optional, at
 stage boundaries) let a rerun resume mid-layer with the same P.
 
@@ -73,6 +77,9 @@ OUTBOX = 1 << 20  # updates a thread collects for other processes before its swe
 EXIT_BATCH = 1 << 19  # positions per round of exit requests (about 6.5 MiB of requests)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 KILL_VARIABLE = "AWELE_TEST_KILL"  # "seeds:stage:process": that process kills itself after that checkpoint
+ORDER = index.DISTANCE_ORDER  # the order of the ranks that slices cut (and requests and updates name)
+ORDER_NAME = "distance"  # in a checkpoint's manifest: one cut in another order is not resumed
+BAND_SNAP = 0.2  # a cut moves to a distance band's edge this close, as a share of a slice (slice_bounds)
 
 
 # Communication ---------------------------------------------------------------------
@@ -290,20 +297,37 @@ def _offsets(counts):
 # Slices ----------------------------------------------------------------------------
 
 
-def slice_bounds(size: int, processes: int) -> np.ndarray:
+def slice_bounds(size: int, processes: int, seeds: int | None = None) -> np.ndarray:
     """Where each process's slice of a layer of `size` positions starts (and
-    the end): near-equal slices cut at multiples of retrograde.BLOCK, so a
-    block (and a byte of child counts) never straddles two processes."""
+    the end), in ranks of the slices' ORDER: near-equal slices cut at
+    multiples of retrograde.BLOCK, so a block (and a byte of child counts)
+    never straddles two processes.
+
+    Given the layer's `seeds`, a cut within BAND_SNAP of a slice's size of
+    a boundary between distance bands (the groups m and n - m of one
+    |2m - n|) moves there: a move mostly goes from one group of a band to the
+    other, so a cut between the two sends most of their moves across, while
+    one at the band's edge sends few (layer 24, two slices: 0.27 of the
+    in-layer moves cross at the middle, 0.16 at the band's edge at 0.44)."""
     block = retrograde.BLOCK
-    cuts = [size * p // processes // block * block for p in range(processes)] + [size]
-    return np.array(cuts, dtype=np.int64)
+    cuts = [size * p // processes for p in range(processes)] + [size]
+    if seeds is not None and processes > 1:
+        edges = [int(index.ORDER_STARTS[seeds, j]) for j in range(1, seeds + 1)
+                 if abs(2 * int(index.ORDER_GROUPS[seeds, j]) - seeds)
+                 != abs(2 * int(index.ORDER_GROUPS[seeds, j - 1]) - seeds)]
+        for p in range(1, processes):
+            nearest = min(edges, key=lambda edge, cut=cuts[p]: abs(edge - cut), default=None)
+            if nearest is not None and abs(nearest - cuts[p]) <= BAND_SNAP * size / processes:
+                cuts[p] = nearest
+        cuts[1:-1] = np.maximum.accumulate(cuts[1:-1])
+    return np.array([cut // block * block for cut in cuts[:-1]] + [size], dtype=np.int64)
 
 
 def all_bounds(max_seeds: int, processes: int) -> np.ndarray:
     """slice_bounds of every layer 0..MAX_SEEDS (zeros above max_seeds), one row a layer."""
     bounds = np.zeros((index.MAX_SEEDS + 1, processes + 1), dtype=np.int64)
     for seeds in range(max_seeds + 1):
-        bounds[seeds] = slice_bounds(index.layer_size(seeds), processes)
+        bounds[seeds] = slice_bounds(index.layer_size(seeds), processes, seeds)
     return bounds
 
 
@@ -369,7 +393,8 @@ def pack_updates(outbox: np.ndarray, sent: np.ndarray, bounds: np.ndarray) -> tu
 
 
 class Slices:
-    """This process's slices of the smaller layers: values by seed count."""
+    """This process's slices of the smaller layers: values by seed count,
+    in the slices' ORDER."""
 
     def __init__(self, exchange: Exchange, bounds: np.ndarray) -> None:
         self.exchange = exchange
@@ -387,7 +412,13 @@ class Slices:
         """Read this process's slice of layer `seeds` from its file (collective:
         the slices' histograms summed must equal the file's)."""
         lo, hi = self.span(seeds)
-        values, stored = tables.load_slice(directory, seeds, lo, hi)
+        values = np.empty(hi - lo, dtype=np.int8)
+        stored = None
+        for first, first_in_file, length in index.order_pieces(seeds, lo, hi, ORDER):  # runs of the file
+            piece, stored = tables.load_slice(directory, seeds, first_in_file, first_in_file + length)
+            values[first - lo : first - lo + length] = piece
+        if stored is None:  # an empty slice: the file's histogram all the same
+            stored = tables.load_slice(directory, seeds, 0, 0)[1]
         counts = self.exchange.sum(tables.histogram(values, seeds))
         if (counts != stored).any():
             raise CorruptTableError(f"{tables.table_path(directory, seeds)}: values do not match the stored histogram")
@@ -449,7 +480,7 @@ class Checkpoints:
         crc = tables.write_file_exclusively(self._state(seeds, stage), (values, counts))
         crcs = self.exchange.gather(crc)
         if self.exchange.rank == 0:
-            manifest = {"seeds": seeds, "stage": stage, "processes": self.exchange.size,
+            manifest = {"seeds": seeds, "stage": stage, "processes": self.exchange.size, "order": ORDER_NAME,
                         "bounds": [int(b) for b in bounds], "crc32": crcs}
             tables.write_file_exclusively(self._manifest(seeds), (json.dumps(manifest).encode(),))
         self.exchange.barrier()
@@ -471,7 +502,7 @@ class Checkpoints:
             try:
                 manifest = json.loads(tables.read_file_nofollow(self._manifest(seeds), 1 << 20))
                 if (manifest.get("seeds") != seeds or manifest.get("processes") != self.exchange.size
-                        or manifest.get("bounds") != [int(b) for b in bounds]):
+                        or manifest.get("order") != ORDER_NAME or manifest.get("bounds") != [int(b) for b in bounds]):
                     manifest = None
             except (OSError, ValueError):
                 manifest = None
@@ -541,7 +572,7 @@ class SliceSolver:
             stop = min(self.hi, start + self.batch)
             if start < stop:
                 retrograde.exit_requests(self.seeds, self.lo, start, stop, self.values, self.counts, self.rows,
-                                         keys, gains)
+                                         keys, gains, ORDER)
                 asked = np.flatnonzero(keys[: (stop - start) * ROW] >= 0)
             else:
                 asked = np.zeros(0, dtype=np.int64)
@@ -584,23 +615,23 @@ class SliceSolver:
                 self.stage_rounds += 1
                 with retrograde.thread_count(1 if received.shape[0] <= retrograde.RANK_CHUNK else None):
                     told += retrograde.tell_received_slice(stage, seeds, lo, received, self.values, self.counts,
-                                                           flags, self.rows, scratch)
+                                                           flags, self.rows, scratch, ORDER)
                 if scan is not None and scan[0] < flags.shape[0]:
                     told += retrograde.propagate_slice_stage(stage, seeds, lo, self.values, self.counts,
-                                                             self.value_words, flags, self.rows, scratch, scan)
+                                                             self.value_words, flags, self.rows, scratch, scan, ORDER)
 
         def seed_and_tell(stage, flags):
             scratch.sent[:] = 0
             scan = np.zeros(1, dtype=np.int64)  # the next block of the seeds' scan
             told = retrograde.propagate_slice_stage(stage, seeds, lo, self.values, self.counts, self.value_words,
-                                                    flags, self.rows, scratch, scan)
+                                                    flags, self.rows, scratch, scan, ORDER)
             return told + (exchange_rounds(stage, flags, scan) if exchange.size > 1 else 0)
 
         def sweep(stage, active, next_flags):
             # Positions left FRESH: the stack or an outbox was full.
             scratch.sent[:] = 0
             done = retrograde.propagate(stage, seeds, lo, self.values, self.counts, active, next_flags, self.rows,
-                                        scratch)
+                                        scratch, 0, ORDER)
             return done + (exchange_rounds(stage, next_flags) if exchange.size > 1 else 0)
 
         def after_stage(stage):
@@ -624,32 +655,62 @@ class SliceSolver:
 
 
 class GatheredLayer:
-    """Layer values gathered from the processes a slice at a time, on process
-    0, for tables.write_table; the other processes call send_layer."""
+    """Layer values gathered from the processes a slice at a time, in the
+    file's order, on process 0, for tables.write_table; the other processes
+    call send_layer."""
 
     def __init__(self, exchange: Exchange, values: np.ndarray, bounds: np.ndarray, seeds: int) -> None:
         self.exchange = exchange
         self.local = values
         self.bounds = bounds
+        self.seeds = seeds
         self.shape = (index.layer_size(seeds),)
         self.dtype = np.dtype(np.int8)
 
     def __getitem__(self, window: slice) -> np.ndarray | None:
         start, stop, _ = window.indices(self.shape[0])
-        return _gather_window(self.exchange, self.local, self.bounds, start, stop)
+        return _gather_window(self.exchange, self.local, self.bounds, self.seeds, start, stop)
 
 
-def _gather_window(exchange, local, bounds, start, stop):
-    lows, highs = np.maximum(bounds[:-1], start), np.minimum(bounds[1:], stop)
-    counts = np.maximum(highs - lows, 0)
+def window_pieces(seeds: int, bounds: np.ndarray, start: int, stop: int) -> list[tuple[int, int, int]]:
+    """File ranks start..stop-1 of layer `seeds` as (process, first rank in
+    the slices' ORDER, length), in the file's order: who holds each run."""
+    pieces = []
+    for first, _first_in_file, length in index.file_pieces(seeds, start, stop, ORDER):
+        while length > 0:
+            owner = int(np.searchsorted(bounds, first, side="right")) - 1
+            taken = min(length, int(bounds[owner + 1]) - first)
+            pieces.append((owner, first, taken))
+            first, length = first + taken, length - taken
+    return pieces
+
+
+def _gather_window(exchange, local, bounds, seeds, start, stop):
+    # Each process sends its runs of the window in the file's order; process 0
+    # knows the same runs and lays each where it belongs.
+    pieces = window_pieces(seeds, bounds, start, stop)
     rank = exchange.rank
     lo = int(bounds[rank])
-    piece = np.ascontiguousarray(local[int(lows[rank]) - lo : int(lows[rank]) - lo + int(counts[rank])])
-    return exchange.gather_piece(piece, counts)
+    mine = [local[first - lo : first - lo + length] for owner, first, length in pieces if owner == rank]
+    piece = np.ascontiguousarray(np.concatenate(mine)) if mine else np.zeros(0, dtype=np.int8)
+    counts = np.zeros(bounds.shape[0] - 1, dtype=np.int64)
+    for owner, _first, length in pieces:
+        counts[owner] += length
+    arrived = exchange.gather_piece(piece, counts)
+    if arrived is None:
+        return None
+    window = np.empty(stop - start, dtype=np.int8)
+    taken = _offsets(counts)  # where each process's next run lies in what arrived
+    at = 0
+    for owner, _first, length in pieces:
+        window[at : at + length] = arrived[taken[owner] : taken[owner] + length]
+        taken[owner] += length
+        at += length
+    return window
 
 
 def send_layer(exchange: Exchange, values: np.ndarray, bounds: np.ndarray, seeds: int) -> None:
     """A non-zero process's side of write_table: its part of every slice written."""
     size = index.layer_size(seeds)
     for start in range(0, size, tables.SLICE):
-        _gather_window(exchange, values, bounds, start, min(size, start + tables.SLICE))
+        _gather_window(exchange, values, bounds, seeds, start, min(size, start + tables.SLICE))

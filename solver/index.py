@@ -83,6 +83,43 @@ def _build_tables():
 
 ROW_PREFIX, ANY_ROWS, OPPONENT_ROWS, LAYER_OFFSET = _build_tables()
 
+# The sliced build's order ---------------------------------------------------------
+#
+# The file order groups a layer by the seeds m on the mover's row, m = 0..n. A
+# move swaps the rows (the mover's row of a parent is the opponent's row of its
+# child), so a parent with m seeds on its mover's row has a child with about
+# n - m: the file order sends nearly every move from one half of the layer to
+# the other (0.8 of the in-layer moves cross the middle rank at layers 18..26).
+# What a non-capturing move changes little is how far the split is from even,
+# |2m - n|: a move that sows nothing into the opponent's row keeps it. The
+# distance order lists the groups by that distance, m and n - m side by side,
+# so that slices cut from it keep most moves inside one slice (0.12-0.17 of
+# them cross the middle cut). Inside a group the two orders agree.
+FILE_ORDER = 0  # ranks as in the files
+DISTANCE_ORDER = 1  # the groups by |2m - n|, then m
+
+
+def _build_distance_order():
+    """ORDER_OFFSET[n, m]: where group m starts in layer n's distance order;
+    ORDER_STARTS[n, j] and ORDER_GROUPS[n, j]: the j-th group of that order
+    and where it starts (ORDER_STARTS[n, n + 1:] the layer's size)."""
+    seeds = MAX_SEEDS + 1
+    offsets = np.zeros((seeds, seeds + 1), dtype=np.int64)
+    starts = np.zeros((seeds, seeds + 1), dtype=np.int64)
+    groups = np.zeros((seeds, seeds + 1), dtype=np.int64)
+    for layer in range(seeds):
+        at = 0
+        for j, mover in enumerate(sorted(range(layer + 1), key=lambda m, n=layer: (abs(2 * m - n), m))):
+            offsets[layer, mover] = starts[layer, j] = at
+            groups[layer, j] = mover
+            at += LAYER_OFFSET[layer, mover + 1] - LAYER_OFFSET[layer, mover]
+        offsets[layer, layer + 1 :] = starts[layer, layer + 1 :] = at
+        groups[layer, layer + 1 :] = layer + 1
+    return offsets, starts, groups
+
+
+ORDER_OFFSET, ORDER_STARTS, ORDER_GROUPS = _build_distance_order()
+
 
 def layer_size(seeds: int) -> int:
     """Positions in layer `seeds`: C(n+11, 11) - C(n+5, 11).
@@ -183,6 +220,79 @@ def rank_packed(mover: np.uint64, opponent: np.uint64, seeds: int | np.integer) 
         + row_rank(mover, mover_seeds, ANY_ROW) * OPPONENT_ROWS[seeds - mover_seeds]
         + row_rank(opponent, seeds - mover_seeds, OPPONENT_ROW)
     )
+
+
+@njit(cache=True, inline="always")
+def order_offsets(order: int | np.integer) -> np.ndarray:
+    """Where each mover-seed group starts in each layer, in `order`
+    (FILE_ORDER: LAYER_OFFSET; DISTANCE_ORDER: ORDER_OFFSET)."""
+    return ORDER_OFFSET if order == DISTANCE_ORDER else LAYER_OFFSET
+
+
+@njit(cache=True, inline="always")
+def rank_packed_in(mover: np.uint64, opponent: np.uint64, seeds: int | np.integer, order: int | np.integer) -> int:
+    """rank_packed in `order` (FILE_ORDER gives rank_packed's rank)."""
+    mover_seeds = row_seeds(mover)
+    return (
+        order_offsets(order)[seeds, mover_seeds]
+        + row_rank(mover, mover_seeds, ANY_ROW) * OPPONENT_ROWS[seeds - mover_seeds]
+        + row_rank(opponent, seeds - mover_seeds, OPPONENT_ROW)
+    )
+
+
+@njit(cache=True, inline="always")
+def file_rank(seeds: int | np.integer, rank: int | np.integer, order: int | np.integer) -> int:
+    """The file rank of the position at `rank` in `order` of layer `seeds`."""
+    if order != DISTANCE_ORDER:
+        return rank
+    low, high = 0, seeds  # the last group of the order starting at or before rank
+    while low < high:
+        middle = (low + high + 1) // 2
+        if ORDER_STARTS[seeds, middle] <= rank:
+            low = middle
+        else:
+            high = middle - 1
+    mover_seeds = ORDER_GROUPS[seeds, low]
+    return LAYER_OFFSET[seeds, mover_seeds] + rank - ORDER_STARTS[seeds, low]
+
+
+@njit(cache=True, inline="always")
+def rank_in(seeds: int | np.integer, rank: int | np.integer, order: int | np.integer) -> int:
+    """The rank in `order` of the position at file rank `rank` of layer `seeds`."""
+    if order != DISTANCE_ORDER:
+        return rank
+    mover_seeds = 0
+    while LAYER_OFFSET[seeds, mover_seeds + 1] <= rank:
+        mover_seeds += 1
+    return ORDER_OFFSET[seeds, mover_seeds] + rank - LAYER_OFFSET[seeds, mover_seeds]
+
+
+def order_pieces(seeds: int, start: int, stop: int, order: int) -> list[tuple[int, int, int]]:
+    """Ranks start..stop-1 of layer `seeds` in `order` as runs of the file:
+    (first rank in the order, first file rank, length), in the order's order."""
+    if order != DISTANCE_ORDER:
+        return [(start, start, stop - start)] if stop > start else []
+    pieces = []
+    for j in range(seeds + 1):
+        low, high = max(start, int(ORDER_STARTS[seeds, j])), min(stop, int(ORDER_STARTS[seeds, j + 1]))
+        if low < high:
+            mover_seeds = int(ORDER_GROUPS[seeds, j])
+            pieces.append((low, int(LAYER_OFFSET[seeds, mover_seeds]) + low - int(ORDER_STARTS[seeds, j]), high - low))
+    return pieces
+
+
+def file_pieces(seeds: int, start: int, stop: int, order: int) -> list[tuple[int, int, int]]:
+    """File ranks start..stop-1 of layer `seeds` as runs of `order`:
+    (first rank in the order, first file rank, length), in file order."""
+    if order != DISTANCE_ORDER:
+        return [(start, start, stop - start)] if stop > start else []
+    pieces = []
+    for mover_seeds in range(seeds + 1):
+        first = int(LAYER_OFFSET[seeds, mover_seeds])
+        low, high = max(start, first), min(stop, int(LAYER_OFFSET[seeds, mover_seeds + 1]))
+        if low < high:
+            pieces.append((int(ORDER_OFFSET[seeds, mover_seeds]) + low - first, low, high - low))
+    return pieces
 
 
 @njit(cache=True)

@@ -501,10 +501,16 @@ RANK_BITS = 40  # an exit request names the child as layer << RANK_BITS | rank (
 
 
 @hot_kernel
-def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, gains):
+def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, gains, order):
     """exit_requests for ranks first..last-1."""
-    mover, opponent = index.unrank_fast(seeds, first, rows[0], rows[1], rows[2], rows[3])
+    at = index.file_rank(seeds, first, order)
+    mover, opponent = index.unrank_fast(seeds, at, rows[0], rows[1], rows[2], rows[3])
     for rank in range(first, last):
+        if rank > first:  # walked to the file's next position, unless the order starts another group here
+            wanted = index.file_rank(seeds, rank, order)
+            if wanted != at + 1:
+                mover, opponent = index.unrank_fast(seeds, wanted, rows[0], rows[1], rows[2], rows[3])
+            at = wanted
         local = rank - lo
         slot = (rank - start) * ROW
         mask = legal_mask(mover, opponent)
@@ -519,7 +525,7 @@ def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, ga
             captured, child_mover, child_opponent = play(mover, opponent, house)
             if captured > 0:
                 child_seeds = seeds - captured
-                child = index.rank_packed(child_mover, child_opponent, child_seeds)
+                child = index.rank_packed_in(child_mover, child_opponent, child_seeds, order)
                 keys[slot + house] = (np.int64(child_seeds) << RANK_BITS) | child
                 gains[slot + house] = captured
             else:
@@ -529,7 +535,8 @@ def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, ga
         else:
             values[local] = pending(NO_EXIT)
             counts[local >> 1] |= np.uint8(children << ((local & 1) << 2))
-        _ok, mover, opponent = index.next_packed(mover, opponent, seeds)
+        if rank + 1 < last:
+            _ok, mover, opponent = index.next_packed(mover, opponent, seeds)
 
 
 @njit(cache=True, parallel=True)
@@ -543,11 +550,12 @@ def exit_requests(
     rows: tuple[np.ndarray, ...],
     keys: np.ndarray,
     gains: np.ndarray,
+    order: int = index.FILE_ORDER,
 ) -> None:
     """The exit pass of a slice whose smaller layers are spread over processes.
 
-    For ranks start..stop-1 (values[0] being rank lo; start - lo a multiple
-    of BLOCK) it writes what the first exit_pass writes, except that the
+    For ranks start..stop-1 in `order` (values[0] being rank lo; start - lo a
+    multiple of BLOCK; children ranked in the same order) it writes what the first exit_pass writes, except that the
     captures are not looked up: a terminal position gets its value's
     pending code, any other NO_EXIT's and its count of non-capturing
     children, and each capturing move becomes a request for its child's
@@ -563,7 +571,7 @@ def exit_requests(
             if block >= blocks:
                 break
             _request_block(seeds, lo, start, start + block * BLOCK, min(stop, start + (block + 1) * BLOCK), values,
-                           counts, rows, keys, gains)
+                           counts, rows, keys, gains, order)
 
 
 @njit(cache=True)
@@ -688,10 +696,12 @@ def predecessors(
     count: int,
     movers: np.ndarray,
     opponents: np.ndarray,
+    order: int = index.FILE_ORDER,
 ) -> int:
-    """Append the ranks of the in-layer predecessors of a position (words of
-    the child) to found[count:], and their words to movers[count:] and
-    opponents[count:]; return the new count. The value byte (and
+    """Append the ranks (in `order`: index.FILE_ORDER or DISTANCE_ORDER) of
+    the in-layer predecessors of a position (words of the child) to
+    found[count:], and their words to movers[count:] and opponents[count:];
+    return the new count. The value byte (and
     count byte, when `with_counts`) of each rank held here (`size` ranks
     from `lo`) is prefetched, so the caller can update a batch with its
     misses overlapped; in the lined layout both lie in one line.
@@ -730,8 +740,8 @@ def predecessors(
     if after_opponent != 0 and ((after_opponent - ROW_ONES) & ~after_opponent & HIGH_BITS) != 0:
         opponent_seeds = row_seeds(after_opponent)
         mover_seeds = seeds - opponent_seeds
-        fixed = index.LAYER_OFFSET[seeds, mover_seeds] + index.row_rank(after_opponent, opponent_seeds,
-                                                                         index.OPPONENT_ROW)
+        fixed = index.order_offsets(order)[seeds, mover_seeds] + index.row_rank(after_opponent, opponent_seeds,
+                                                                                index.OPPONENT_ROW)
         scale = index.OPPONENT_ROWS[opponent_seeds]
         left = origins
         while left:
@@ -780,7 +790,7 @@ def predecessors(
             if ROW <= last < 2 * ROW and capture(after_opponent, last)[0] != 0:
                 continue
             parent_mover = left_mover - RANGE_MASKS[house, rest, 0] + (np.uint64(sown) << np.uint64(8 * house))
-            parent = index.rank_packed(parent_mover, parent_opponent, seeds)
+            parent = index.rank_packed_in(parent_mover, parent_opponent, seeds, order)
             local = parent - lo
             if 0 <= local < size:
                 prefetch(values, value_at(lined, local))
@@ -873,7 +883,7 @@ def _line_fresh(words, line):
 
 @hot_kernel
 def _propagate_block(stage, seeds, lo, size, block, values, counts, lined, words, next_flags, rows, found, movers,
-                     opponents, told, outbox, sent, room, tally):
+                     opponents, told, outbox, sent, room, tally, order):
     """propagate() for one block: (FRESH positions processed, new outbox length);
     tally[0] gains the predecessors told here, tally[1] the scattered accesses.
     In the lined layout a line with nothing FRESH is passed in one test."""
@@ -901,11 +911,12 @@ def _propagate_block(stage, seeds, lo, size, block, values, counts, lined, words
             break
         atomic_and(counts, at_count, np.uint8(~(FRESH << shift) & 0xFF))
         done += 1
-        mover, opponent = _position_at(lo + local, current, mover, opponent, seeds, rows)
-        current = lo + local
+        at = index.file_rank(seeds, lo + local, order)  # unranked, or walked to, in the file's order
+        mover, opponent = _position_at(at, current, mover, opponent, seeds, rows)
+        current = at
         value = values[value_at(lined, local)]
         added = predecessors(mover, opponent, seeds, lo, size, values, counts, lined, value > 0, found, count, movers,
-                             opponents)
+                             opponents, order)
         told[count:added] = value
         count = added
         if count >= BATCH:
@@ -932,11 +943,13 @@ def propagate(
     rows: tuple[np.ndarray, ...],
     scratch: "Scratch",
     lined_ranks: int = 0,
+    order: int = index.FILE_ORDER,
 ) -> int:
     """Tell the predecessors of every FRESH position of the `active` blocks.
 
-    The arrays hold a slice of the layer: values[i] is rank lo + i (lo a
-    multiple of BLOCK; the whole layer when one process builds it). With
+    The arrays hold a slice of the layer: values[i] is rank lo + i in
+    `order` (lo a multiple of BLOCK; the whole layer when one process
+    builds it). With
     `lined_ranks`, values and counts are one array holding that many ranks
     in the lined layout (value_at, count_at).
     Predecessors outside the slice go to the threads' outboxes
@@ -974,7 +987,7 @@ def propagate(
                 break
             done, sent = _propagate_block(stage, seeds, lo, size, active[item], values, counts, lined, words,
                                           next_flags, rows, founds[thread], movers[thread], opponents[thread],
-                                          tolds[thread], outboxes[thread], sent, room, tallies[thread])
+                                          tolds[thread], outboxes[thread], sent, room, tallies[thread], order)
             processed[slot] += done
         sent_counts[thread] = sent
     return processed.sum()
@@ -1226,7 +1239,7 @@ def _tell_slice(stage, lo, size, values, counts, next_flags, found, movers, oppo
 
 @njit(cache=True, inline="always")
 def _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, movers, opponents, told, count, stack,
-                 stack_movers, stack_opponents, depth, outbox, sent, room, tally, final):
+                 stack_movers, stack_opponents, depth, outbox, sent, room, tally, final, order):
     """_drain for a slice: tell of the positions on the stack, and of those
     they resolve in turn, a batch at a time. Once the outbox could not take
     another position's predecessors (`room`), what is left on the stack is
@@ -1243,7 +1256,7 @@ def _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, move
             depth -= 1
             value = -stage if stack[depth] & 1 else stage
             added = predecessors(stack_movers[depth], stack_opponents[depth], seeds, lo, size, values, counts, False,
-                                 value > 0, found, count, movers, opponents)
+                                 value > 0, found, count, movers, opponents, order)
             told[count:added] = value
             count = added
             taken += 1
@@ -1256,7 +1269,8 @@ def _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, move
 
 @hot_kernel
 def _slice_stage_block(stage, seeds, lo, size, start, stop, values, counts, value_words, next_flags, rows, plus, minus,
-                       found, movers, opponents, told, stack, stack_movers, stack_opponents, outbox, sent, room, tally):
+                       found, movers, opponents, told, stack, stack_movers, stack_opponents, outbox, sent, room, tally,
+                       order):
     """propagate_slice_stage for local ranks start..stop-1: (positions told
     of, outbox length)."""
     mover = np.uint64(0)
@@ -1279,12 +1293,12 @@ def _slice_stage_block(stage, seeds, lo, size, start, stop, values, counts, valu
             if sent + count > room:
                 _flag_fresh(local, counts, False, next_flags)
                 continue
-            rank = lo + local
+            rank = index.file_rank(seeds, lo + local, order)  # the runs are the file's
             if not run_first <= rank < run_first + run_length:
                 mover, run_first, run_length, run_start = index.unrank_row(seeds, rank, rows[0], rows[1], rows[3])
             opponent = rows[2][run_start + rank - run_first]
             added = predecessors(mover, opponent, seeds, lo, size, values, counts, False, value > 0, found, count,
-                                 movers, opponents)
+                                 movers, opponents, order)
             told[count:added] = value
             count = added
             done += 1
@@ -1293,17 +1307,18 @@ def _slice_stage_block(stage, seeds, lo, size, start, stop, values, counts, valu
                                           count, stack, stack_movers, stack_opponents, depth, outbox, sent, tally)
                 count, depth, sent, taken = _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found,
                                                          movers, opponents, told, 0, stack, stack_movers,
-                                                         stack_opponents, depth, outbox, sent, room, tally, False)
+                                                         stack_opponents, depth, outbox, sent, room, tally, False,
+                                                         order)
                 done += taken
     count, depth, sent, taken = _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, movers,
                                              opponents, told, count, stack, stack_movers, stack_opponents, depth,
-                                             outbox, sent, room, tally, True)
+                                             outbox, sent, room, tally, True, order)
     return done + taken, sent
 
 
 @hot_kernel
 def _received_chunk(stage, seeds, lo, size, updates, first, last, values, counts, next_flags, rows, found, movers,
-                    opponents, told, stack, stack_movers, stack_opponents, outbox, sent, room, tally):
+                    opponents, told, stack, stack_movers, stack_opponents, outbox, sent, room, tally, order):
     """tell_received_slice for updates[first:last]: (positions told of, outbox length)."""
     count = 0
     depth = 0
@@ -1318,18 +1333,19 @@ def _received_chunk(stage, seeds, lo, size, updates, first, last, values, counts
         if depth >= stack.shape[0] or sent + count > room:
             _flag_fresh(local, counts, False, next_flags)
             continue
-        mover, opponent = index.unrank_fast(seeds, lo + local, rows[0], rows[1], rows[2], rows[3])
+        mover, opponent = index.unrank_fast(seeds, index.file_rank(seeds, lo + local, order), rows[0], rows[1], rows[2],
+                                            rows[3])
         stack[depth] = (local << 1) | (1 if value < 0 else 0)
         stack_movers[depth] = mover
         stack_opponents[depth] = opponent
         depth += 1
         count, depth, sent, taken = _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, movers,
                                                  opponents, told, count, stack, stack_movers, stack_opponents, depth,
-                                                 outbox, sent, room, tally, False)
+                                                 outbox, sent, room, tally, False, order)
         done += taken
     count, depth, sent, taken = _drain_slice(stage, seeds, lo, size, values, counts, next_flags, found, movers,
                                              opponents, told, count, stack, stack_movers, stack_opponents, depth,
-                                             outbox, sent, room, tally, True)
+                                             outbox, sent, room, tally, True, order)
     return done + taken, sent
 
 
@@ -1352,9 +1368,10 @@ def propagate_slice_stage(
     rows: tuple[np.ndarray, ...],
     scratch: "Scratch",
     counter: np.ndarray,
+    order: int = index.FILE_ORDER,
 ) -> int:
     """propagate_stage for a slice of the layer in the plain layout
-    (values[i] is rank lo + i, lo a multiple of BLOCK): a stage's seeds
+    (values[i] is rank lo + i in `order`, lo a multiple of BLOCK): a stage's seeds
     found and told of depth first; predecessors in other slices go to the
     threads' outboxes (scratch.outbox[thread, :scratch.sent[thread]]), and
     a position the stack or the outbox cannot take is flagged FRESH in
@@ -1394,7 +1411,8 @@ def propagate_slice_stage(
             done, sent = _slice_stage_block(stage, seeds, lo, size, first * BLOCK, stop, values, counts, value_words,
                                             next_flags, rows, plus, minus, founds[thread], movers[thread],
                                             opponents[thread], tolds[thread], stacks[thread], stack_movers[thread],
-                                            stack_opponents[thread], outboxes[thread], sent, room, tallies[thread])
+                                            stack_opponents[thread], outboxes[thread], sent, room, tallies[thread],
+                                            order)
             processed[slot] += done
         sent_counts[thread] = sent
     return processed.sum()
@@ -1411,9 +1429,10 @@ def tell_received_slice(
     next_flags: np.ndarray,
     rows: tuple[np.ndarray, ...],
     scratch: "Scratch",
+    order: int = index.FILE_ORDER,
 ) -> int:
     """Apply updates from other processes ((rank << 1) | (child lost), for
-    ranks of this slice) as _tell would, and tell of every position they
+    ranks of this slice in `order`) as _tell would, and tell of every position they
     resolve depth first, as propagate_slice_stage does (its outboxes and
     FRESH flags alike). Returns the positions told of."""
     size = values.shape[0]
@@ -1441,7 +1460,7 @@ def tell_received_slice(
             done, sent = _received_chunk(stage, seeds, lo, size, updates, first, min(total, first + RANK_CHUNK),
                                          values, counts, next_flags, rows, founds[thread], movers[thread],
                                          opponents[thread], tolds[thread], stacks[thread], stack_movers[thread],
-                                         stack_opponents[thread], outboxes[thread], sent, room, tallies[thread])
+                                         stack_opponents[thread], outboxes[thread], sent, room, tallies[thread], order)
             processed[slot] += done
         sent_counts[thread] = sent
     return processed.sum()

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mpi_support import MPIEXEC, mpi_ready
 
-from solver import build, distributed, index, plan, retrograde, tables
+from solver import build, distributed, index, plan, retrograde, rules, tables
 
 HASHES = json.load(open(os.path.join(os.path.dirname(__file__), "data", "layer_sha256.json")))["sha256"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,6 +63,50 @@ def test_requests_go_to_the_owner_of_their_child_and_keep_their_order(processes,
     assert (counts == np.bincount(owners, minlength=processes)).all()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 30), st.integers(1, 9), st.floats(0, 1, exclude_max=True), st.floats(0, 1))
+def test_a_window_of_the_file_is_runs_of_the_slices_each_held_by_its_owner(seeds, processes, where, share):
+    # What process 0 lays into a window of the file, run by run, is each
+    # position's value in the slice that owns it (slices cut in the distance order).
+    size = index.layer_size(seeds)
+    bounds = distributed.slice_bounds(size, processes)
+    start = int(where * size)
+    stop = min(size, start + int(share * size) + 1)
+    pieces = distributed.window_pieces(seeds, bounds, start, stop)
+    assert sum(length for _owner, _first, length in pieces) == stop - start
+    at = start
+    for owner, first, length in pieces:
+        assert bounds[owner] <= first and first + length <= bounds[owner + 1]
+        for offset in (0, length - 1):  # a run of the order is a run of the file
+            assert index.file_rank(seeds, first + offset, index.DISTANCE_ORDER) == at + offset
+        at += length
+
+
+def test_the_slices_hold_most_moves_of_a_layer_in_one_slice():
+    # The reason for the distance order: of the in-layer moves of layer 16,
+    # few cross the middle cut of the order, most cross the file's.
+    seeds = 16
+    size = index.layer_size(seeds)
+    boards = index.unrank_boards(seeds, np.random.default_rng(7).integers(0, size, 4000))
+    crossing = {index.FILE_ORDER: 0, index.DISTANCE_ORDER: 0}
+    moves = 0
+    for board in boards:
+        mover, opponent = rules.pack(board)
+        for house in range(6):
+            if not rules.legal_mask(mover, opponent) >> house & 1:
+                continue
+            captured, child_mover, child_opponent = rules.play(mover, opponent, house)
+            if captured:
+                continue
+            moves += 1
+            for order in crossing:
+                parent = index.rank_in(seeds, index.rank_packed(mover, opponent, seeds), order)
+                child = index.rank_in(seeds, index.rank_packed(child_mover, child_opponent, seeds), order)
+                crossing[order] += (parent < size // 2) != (child < size // 2)
+    assert crossing[index.FILE_ORDER] > 0.6 * moves
+    assert crossing[index.DISTANCE_ORDER] < 0.25 * moves
+
+
 def test_the_slice_path_alone_gives_the_recorded_tables(tmp_path):
     # One process through the distributed code: requests, answers and rounds
     # of exits (a small batch makes many), the stage loop with its hooks.
@@ -89,7 +133,8 @@ def test_a_slice_runs_each_stage_depth_first_and_a_full_stack_leaves_the_rest_to
         solver = distributed.SliceSolver(12, exchange, slices, rows, stack=stack)
         with retrograde.thread_count(1):
             stats = solver.solve()
-        assert _digest(solver.values) == HASHES["12"]
+        in_file_order = distributed.GatheredLayer(exchange, solver.values, solver.bounds, 12)[:]
+        assert _digest(in_file_order) == HASHES["12"]
         sweeps[stack] = sum(sweeps for _stage, _resolved, sweeps in stats["stages"])
     assert sweeps[retrograde.STACK] == len(stats["stages"]) == 12
     assert sweeps[1] > 2 * 12

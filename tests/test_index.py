@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import all_boards
+from numba import njit
 
 from solver import index
 from solver.errors import InvalidPositionError
+from solver.rules import pack
 
 
 def test_layer_sizes_match_the_formula_and_published_figures():
@@ -122,3 +124,51 @@ def test_bad_input_raises_named_errors():
 def test_iter_layer_matches_layer_boards():
     assert [tuple(b) for b in index.iter_layer(4)] == [tuple(b) for b in index.layer_boards(4, 0, index.layer_size(4))]
     assert len(list(itertools.islice(index.iter_layer(20, 1000, 1010), 100))) == 10
+
+
+# The sliced build's distance order -------------------------------------------------
+
+@njit
+def _ranks_in(seeds, boards, order):
+    """rank_packed_in of each board, and file_rank of that back (numba: the kernels' view)."""
+    ranks = np.empty(boards.shape[0], dtype=np.int64)
+    back = np.empty(boards.shape[0], dtype=np.int64)
+    for i in range(boards.shape[0]):
+        mover, opponent = pack(boards[i])
+        ranks[i] = index.rank_packed_in(mover, opponent, seeds, order)
+        back[i] = index.file_rank(seeds, ranks[i], order)
+    return ranks, back
+
+
+@pytest.mark.parametrize("seeds", [0, 1, 2, 7, 10])
+def test_the_distance_order_is_the_groups_sorted_by_distance_from_an_even_split(seeds):
+    # Naively: sort the layer's boards by |2m - n|, then m, then file rank.
+    boards = index.layer_boards(seeds, 0, index.layer_size(seeds))
+    movers = boards[:, :6].astype(np.int64).sum(axis=1)
+    expected = np.lexsort((np.arange(len(boards)), movers, np.abs(2 * movers - seeds)))  # file ranks in that order
+    ranks, back = _ranks_in(seeds, boards, index.DISTANCE_ORDER)
+    assert (np.argsort(ranks) == expected).all()
+    assert (back == np.arange(len(boards))).all()
+    assert all(index.rank_in(seeds, r, index.DISTANCE_ORDER) == ranks[r] for r in range(0, len(boards), 97))
+    file_ranks, _ = _ranks_in(seeds, boards, index.FILE_ORDER)
+    assert (file_ranks == np.arange(len(boards))).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 48), st.floats(0, 1, exclude_max=True), st.floats(0, 1))
+def test_pieces_of_the_order_and_of_the_file_are_the_same_runs(seeds, where, share):
+    size = index.layer_size(seeds)
+    start = int(where * size)
+    stop = min(size, start + int(share * size) + 1)
+    for order in (index.FILE_ORDER, index.DISTANCE_ORDER):
+        by_order = index.order_pieces(seeds, start, stop, order)
+        assert sum(length for _, _, length in by_order) == stop - start
+        assert [first for first, _, _ in by_order] == list(np.cumsum([start] + [n for _, _, n in by_order])[:-1])
+        for first, in_file, length in by_order:
+            for at in (first, first + length - 1):  # each run is one run of the file
+                assert index.file_rank(seeds, at, order) == in_file + at - first
+        in_file = index.file_pieces(seeds, start, stop, order)
+        assert sum(length for _, _, length in in_file) == stop - start
+        for first, file_first, length in in_file:
+            assert index.rank_in(seeds, file_first, order) == first
+            assert index.rank_in(seeds, file_first + length - 1, order) == first + length - 1
