@@ -632,13 +632,21 @@ def info(directory: str | None, full: bool, quick: bool, as_json: bool) -> None:
 @click.option("--seeds", type=click.IntRange(0, 48), default=None, help="Layer to check (default: every layer built).")
 @_directory_option
 @_memory_option
+@click.option("--sample", type=click.IntRange(1, 10**9), default=None, metavar="N",
+              help="Check N positions of each layer drawn at random, a chunk of the file at a time, instead of "
+                   "every position: a quick check of a big layer in little memory.")
+@click.option("--sample-seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
+              help="Seed of the draw for --sample.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def verify(seeds: int | None, directory: str | None, memory: str | None, as_json: bool) -> None:
+def verify(seeds: int | None, directory: str | None, memory: str | None, sample: int | None, sample_seed: int,
+           as_json: bool) -> None:
     """Re-check every position of a layer against its moves.
 
     A layer is held at a byte a position and two bits more, beside its
     smaller layers, or beside a group of them at a time (one pass over the
-    layer per group) when they do not all fit in the memory budget."""
+    layer per group) when they do not all fit in the memory budget. With
+    --sample N, N positions drawn at random are checked instead, each value
+    read from one checked chunk of its file."""
     from . import build as builder
     from . import tables
     from .layers import LayerStore
@@ -648,18 +656,25 @@ def verify(seeds: int | None, directory: str | None, memory: str | None, as_json
     if not layers:
         raise UserError(f"no tables in {directory} to verify")
     budget = _budget(memory, builds=False) if memory is not None else None  # verify_groups says what it needs
-    store = LayerStore(max(layers))
+    store = LayerStore(max(layers)) if sample is None else None
     results = []
     failed = False
     for layer in layers:
         started = time.perf_counter()
-        count, examples = _interruptible(builder.verify, directory, layer, store, 10, budget)
+        if sample is None:
+            count, examples = _interruptible(builder.verify, directory, layer, store, 10, budget)
+        else:
+            count, examples = _interruptible(builder.verify_sample, directory, layer, sample, sample_seed)
         seconds = time.perf_counter() - started
         failed = failed or count > 0
-        results.append({"seeds": layer, "mismatches": count, "examples": examples, "seconds": seconds})
+        result = {"seeds": layer, "mismatches": count, "examples": examples, "seconds": seconds}
+        if sample is not None:
+            result.update(sample=sample, sample_seed=sample_seed)
+        results.append(result)
         if not as_json:
             status = "ok" if count == 0 else f"{count:,} MISMATCHES"
-            click.echo(f"layer {layer:2d}: {status} ({seconds:.1f} s)")
+            drawn = f", {sample:,} positions drawn" if sample is not None else ""
+            click.echo(f"layer {layer:2d}: {status}{drawn} ({seconds:.1f} s)")
             for board, value in examples:
                 click.echo(f"    mover-view board {board} stored {value}")
     if as_json:

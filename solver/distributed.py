@@ -67,6 +67,7 @@ from numba import njit
 
 from . import index, retrograde, tables
 from .errors import BuildError, CorruptTableError
+from .intrinsics import prefetch
 from .rules import ROW
 
 _Summed = TypeVar("_Summed", int, np.ndarray)
@@ -432,14 +433,43 @@ class Slices:
     def answer(self, keys: np.ndarray) -> np.ndarray:
         """Values of the requested children (keys: layer << RANK_BITS | rank), all held here."""
         answers = np.empty(keys.shape[0], dtype=np.int8)
-        order, counts = group_by_owner(keys >> retrograde.RANK_BITS, index.MAX_SEEDS + 1)  # the keys by layer
-        ranks = keys & ((1 << retrograde.RANK_BITS) - 1)
-        ends = np.cumsum(counts)
-        for seeds in np.flatnonzero(counts):
-            chosen = order[ends[seeds] - counts[seeds] : ends[seeds]]
-            lo, _ = self.span(int(seeds))
-            answers[chosen] = self.values[int(seeds)][ranks[chosen] - lo]
+        if keys.shape[0] == 0:
+            return answers
+        asked = np.flatnonzero(np.bincount(keys >> retrograde.RANK_BITS, minlength=index.MAX_SEEDS + 1))
+        missing = [int(seeds) for seeds in asked if int(seeds) not in self.values]
+        if missing or asked[-1] - asked[0] >= ANSWER_SPAN:
+            raise BuildError(f"asked for layers {missing or asked.tolist()} that this process does not hold as needed")
+        first = int(asked[0])
+        empty = np.zeros(0, dtype=np.int8)
+        held = tuple(self.values.get(first + i, empty) for i in range(ANSWER_SPAN))
+        starts = np.array([self.span(first + i)[0] if first + i in self.values else 0 for i in range(ANSWER_SPAN)],
+                          dtype=np.int64)
+        _answer(keys, held, first, starts, answers)
         return answers
+
+
+ANSWER_SPAN = retrograde.MAX_CAPTURE  # layers one batch of requests can name: n-15..n-2
+ANSWER_BATCH = 64  # look-ups whose lines are prefetched before any is read
+
+
+@njit(cache=True)
+def _answer(keys, held, first, starts, answers):
+    """answers[j] = the value of key j's child (layer << RANK_BITS | rank):
+    held[layer - first] is this process's slice of that layer, from rank
+    starts[layer - first]. Looked up in batches whose lines are prefetched
+    first, so that their cache misses overlap (a numpy gather by layer took
+    three random passes a look-up: the exits of layer 24 ran at a quarter of
+    one process's speed with 2 processes)."""
+    mask = (np.int64(1) << retrograde.RANK_BITS) - 1
+    total = keys.shape[0]
+    for begin in range(0, total, ANSWER_BATCH):
+        end = min(total, begin + ANSWER_BATCH)
+        for j in range(begin, end):
+            at = (keys[j] >> retrograde.RANK_BITS) - first
+            prefetch(held[at], (keys[j] & mask) - starts[at])
+        for j in range(begin, end):
+            at = (keys[j] >> retrograde.RANK_BITS) - first
+            answers[j] = held[at][(keys[j] & mask) - starts[at]]
 
 
 # Checkpoints -----------------------------------------------------------------------

@@ -104,6 +104,33 @@ def test_verify_in_passes_finds_exactly_the_wrong_positions(built16, tmp_path):
         plan.verify_groups(seeds, plan.BASE_BYTES + plan.verify_bytes(seeds))
 
 
+def test_a_sampled_verify_finds_exactly_the_wrong_positions_it_draws(built16, tmp_path):
+    """verify_sample reads each value from one checked chunk and finds, among
+    the positions it draws, exactly those the naive rules find wrong."""
+    directory, _ = built16
+    seeds = 7
+    assert build.verify_sample(directory, 15, 3000, seed=5) == (0, [])
+    layers = [tables.load_values(directory, m) for m in range(seeds + 1)]
+    values = layers[seeds]
+    for rank in range(0, values.shape[0], 997):
+        values[rank] = values[rank] + 2 if values[rank] + 2 <= seeds else values[rank] - 2
+    folder = str(tmp_path)
+    for m, layer in enumerate(layers):
+        tables.write_table(folder, m, layer)
+    wrong = set(_naive_mismatches(layers, seeds))
+    drawn = set(np.unique(np.random.default_rng(3).integers(0, values.shape[0], 5000)).tolist())
+    count, examples = build.verify_sample(folder, seeds, 5000, seed=3, limit=1000)
+    assert count == len(wrong & drawn) > 0
+    assert sorted(index.rank(board) for board, _ in examples) == sorted(wrong & drawn)
+    result = CliRunner().invoke(cli, ["verify", "--dir", folder, "--seeds", "7", "--sample", "5000",
+                                      "--sample-seed", "3"])
+    assert result.exit_code == 1 and f"layer  7: {count:,} MISMATCHES, 5,000 positions drawn" in result.output
+    ok = CliRunner().invoke(cli, ["verify", "--dir", directory, "--seeds", "15", "--sample", "400", "--json"])
+    assert ok.exit_code == 0
+    report = json.loads(ok.output)
+    assert report["ok"] and report["layers"][0]["sample"] == 400 and report["layers"][0]["mismatches"] == 0
+
+
 def test_cli_verify_takes_a_budget_and_refuses_one_too_small(built16):
     directory, _ = built16
     budget = plan.BASE_BYTES + plan.verify_bytes(15) + index.layer_size(13)
