@@ -3,7 +3,7 @@
     python benchmarks/evaluation.py [--games 20000] [--repeat 7]
 
 The positions are the distinct ones met in `--games` playouts from the opening
-(evaluation.game_positions, about 110 a game), shuffled so that branches are no
+(fitting.game_positions, about 110 a game), shuffled so that branches are no
 easier to predict than at the horizon of a search. Each kernel runs over all of
 them in a loop that folds its results into one number (total * 3 + result,
 which LLVM cannot spread over SIMD lanes: a search evaluates one leaf at a
@@ -32,7 +32,8 @@ import numpy as np
 from numba import njit
 
 from solver import evaluation
-from solver.evaluation import _features, evaluate, game_positions, load_weights
+from solver.evaluation import evaluate, feature_values, load_weights
+from solver.fitting import game_positions
 from solver.rules import pack
 
 
@@ -57,7 +58,7 @@ def _read(movers, opponents, weights):
 def _all_features(movers, opponents, weights):
     total = 0
     for i in range(movers.shape[0]):
-        values = _features(movers[i], opponents[i])
+        values = feature_values(movers[i], opponents[i])
         for k in range(len(values)):
             total = total * 3 + values[k]
     return total

@@ -1335,17 +1335,17 @@ def fit_evaluation(directory: str | None, fit_layers: str | None, holdout: str |
     """
     fitted = _layer_list(fit_layers, "--fit-layers") if fit_layers is not None else None
     held = _layer_list(holdout, "--holdout") if holdout is not None else None
-    from . import evaluation, tables
+    from . import evaluation, fitting, tables
 
     directory = directory or tables.default_directory()
     if fitted is None or held is None:
-        default_fitted, default_held = evaluation.default_layers(directory)
+        default_fitted, default_held = fitting.default_layers(directory)
         fitted = default_fitted if fitted is None else fitted
         held = default_held if held is None else held
-    evaluation.check_fit_layers(directory, fitted, held)
+    fitting.check_fit_layers(directory, fitted, held)
     say = None if as_json else lambda text: click.echo(text, err=True)
-    weights, report = _interruptible(lambda: evaluation.fit(directory, fitted, held, games=games, per_layer=per_layer,
-                                                            per_seed=per_seed, seed=seed, progress=say))
+    weights, report = _interruptible(lambda: fitting.fit(directory, fitted, held, games=games, per_layer=per_layer,
+                                                         per_seed=per_seed, seed=seed, progress=say))
     if out:
         evaluation.save_weights(out, weights, report)
     if as_json:

@@ -23,15 +23,13 @@ from solver.evaluation import (
     WEIGHTS_VERSION,
     board_estimates,
     board_features,
-    default_layers,
     default_weights_path,
     evaluate,
     features,
-    fit,
-    game_positions,
     load_weights,
     save_weights,
 )
+from solver.fitting import default_layers, fit, game_positions
 from solver.probe import Tablebase
 from solver.rules import house_seeds, legal_mask, pack, play, row_seeds
 from solver.search import Searcher
