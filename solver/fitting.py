@@ -20,12 +20,20 @@ from numba import njit
 from . import index
 from .errors import EvaluationError
 from .evaluation import (
+    BAND_SIZE,
     FEATURE_COUNT,
     MAX_WEIGHT,
+    PATTERN_BANDS,
+    PATTERN_COUNT,
+    PATTERN_SIZE,
     SCALE_SEEDS,
     board_estimates,
     board_features,
     capture_threat,
+    feature_values,
+    load_weights,
+    pattern_band,
+    pattern_columns,
 )
 from .limits import MAX_FIT_GAMES, MAX_FIT_PER_LAYER, MAX_FIT_SEED
 from .rules import ROW, TOTAL_SEEDS, house_seeds, legal_mask, pack, play
@@ -288,3 +296,239 @@ def default_layers(directory: str | os.PathLike, holdout: int = 2, lowest: int =
     if not fitted:
         raise EvaluationError(f"{directory} has no layer from {lowest} seeds below the held-out {held}")
     return fitted, held
+
+
+# Pattern weights (version 2) ------------------------------------------------------
+#
+# The design matrix of a band has BAND_SIZE columns: the FEATURE_COUNT linear
+# features, and one column per table entry, one-hot: a position sets exactly
+# PATTERN_COUNT of them (evaluation.pattern_columns). The normal equations
+# X^T X w = X^T y are accumulated position by position over those
+# FEATURE_COUNT + PATTERN_COUNT columns only (58, so 1,711 products a
+# position, upper triangle), never forming X: a band's X^T X is BAND_SIZE^2
+# floats (672 MB) whatever the number of positions. Each band is a system of
+# its own (its positions set only its own columns), accumulated from its
+# layers, solved and freed before the next. Ridge: RIDGE is added to the
+# diagonal, which pulls an entry seen in few positions toward 0 (an entry
+# never seen stays exactly 0) and makes the system definite, although the
+# entries of every pattern sum to the constant.
+
+RIDGE = 10.0
+ACTIVE_COLUMNS = FEATURE_COUNT + PATTERN_COUNT
+
+
+@njit(cache=True)
+def _accumulate(boards, values, gram, moments):
+    """Add the positions `boards` (mover view, all of one band) with exact
+    `values` to a band's normal equations: the upper triangle of gram (X^T X)
+    and moments (X^T y)."""
+    columns = np.empty(ACTIVE_COLUMNS, np.int64)
+    entries = np.empty(ACTIVE_COLUMNS, np.float64)
+    for k in range(FEATURE_COUNT):
+        columns[k] = k
+    for i in range(boards.shape[0]):
+        mover, opponent = pack(boards[i])
+        values_i = feature_values(mover, opponent)
+        for k in range(FEATURE_COUNT):
+            entries[k] = values_i[k]
+        pattern_columns(mover, opponent, columns[FEATURE_COUNT:])
+        for k in range(FEATURE_COUNT, ACTIVE_COLUMNS):
+            entries[k] = 1.0
+        target = values[i]
+        for a in range(ACTIVE_COLUMNS):
+            row = columns[a]
+            weight = entries[a]
+            moments[row] += weight * target
+            for b in range(ACTIVE_COLUMNS):
+                column = columns[b]
+                if column >= row:
+                    gram[row, column] += weight * entries[b]
+
+
+@njit(cache=True)
+def _mirror(gram):
+    """Fill the lower triangle of a square matrix from its upper one, in place."""
+    for row in range(gram.shape[0]):
+        for column in range(row):
+            gram[row, column] = gram[column, row]
+
+
+def _conjugate_gradients(matrix: np.ndarray, right: np.ndarray, tolerance: float = 1e-6,
+                         max_steps: int = 2000) -> tuple[np.ndarray, int]:
+    """Solve matrix @ x = right (symmetric positive definite) by conjugate
+    gradients with the diagonal as preconditioner; (x, steps). A dense
+    factorisation of a band (9,166 unknowns) costs ten times more on one core."""
+    inverse_diagonal = 1.0 / np.diag(matrix)
+    solution = np.zeros_like(right)
+    residual = right.copy()
+    preconditioned = residual * inverse_diagonal
+    direction = preconditioned.copy()
+    product = residual @ preconditioned
+    goal = tolerance * float(np.sqrt(right @ right))
+    for step in range(1, max_steps + 1):
+        image = matrix @ direction
+        length = product / (direction @ image)
+        solution += length * direction
+        residual -= length * image
+        if float(np.sqrt(residual @ residual)) <= goal:
+            return solution, step
+        preconditioned = residual * inverse_diagonal
+        next_product = residual @ preconditioned
+        direction = preconditioned + (next_product / product) * direction
+        product = next_product
+    return solution, max_steps
+
+
+def drawn_positions(seeds: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """About `count` boards of layer `seeds` drawn uniformly by rank (with
+    replacement), those where the mover has a move: the positions a search's
+    horizon may meet, not only those of games."""
+    size = index.layer_size(seeds)
+    ranks = rng.integers(0, size, size=min(count, size), dtype=np.int64)
+    boards = index.unrank_boards(seeds, ranks)
+    return np.ascontiguousarray(boards[_playable(boards)])
+
+
+@njit(cache=True)
+def _playable(boards):
+    """Which boards are in the index and have a move for the mover (a leaf)."""
+    keep = np.zeros(boards.shape[0], np.bool_)
+    for i in range(boards.shape[0]):
+        mover, opponent = pack(boards[i])
+        keep[i] = index.packed_in_index(opponent) and legal_mask(mover, opponent) != 0
+    return keep
+
+
+def _layer_samples(directory: str | os.PathLike, games_boards: np.ndarray, layer: int, per_layer: int,
+                   drawn: int, rng: np.random.Generator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{"games": (boards, values), "drawn": (boards, values)} of one layer, its
+    table read once."""
+    from .probe import Tablebase  # h5py only when fitting
+
+    samples = {}
+    chosen = np.ascontiguousarray(games_boards[games_boards.sum(axis=1, dtype=np.int64) == layer])
+    chosen = chosen[_playable(chosen)]
+    if chosen.shape[0] > per_layer:
+        chosen = chosen[np.sort(rng.choice(chosen.shape[0], per_layer, replace=False))]
+    random_boards = drawn_positions(layer, drawn, rng) if drawn else np.zeros((0, 12), np.uint8)
+    with Tablebase(directory) as tablebase:  # this layer in memory, given back at the end
+        for kind, boards in (("games", chosen), ("drawn", random_boards)):
+            values = tablebase.values(boards).astype(np.int64) if boards.shape[0] else np.zeros(0, np.int64)
+            samples[kind] = (np.ascontiguousarray(boards), values)
+    return samples
+
+
+def _compare(seeds: int, kind: str, values: np.ndarray, boards: np.ndarray, leaves: dict[str, np.ndarray]
+             ) -> dict[str, Any]:
+    """One report row: the RMSE of each leaf (rounded and clipped, as the
+    search uses it) on these positions, and the 0 leaf's."""
+    row: dict[str, Any] = {"seeds": int(seeds), "positions": kind, "count": int(values.shape[0])}
+    for name, weights in leaves.items():
+        estimates = board_estimates(boards, weights) if weights.shape[0] else np.zeros_like(values)
+        row[f"{name}_rmse"] = round(_scores(values, estimates)[0], 4) if values.shape[0] else None
+    return row
+
+
+def _pooled_rows(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    """Count-weighted root-mean-square of each leaf's RMSE over rows."""
+    total = sum(row["count"] for row in rows)
+    pooled: dict[str, Any] = {"count": total}
+    for name in names:
+        key = f"{name}_rmse"
+        pooled[key] = (round(float(np.sqrt(sum(row[key] ** 2 * row["count"] for row in rows if row["count"])
+                                           / total)), 4) if total else None)
+    return pooled
+
+
+def fit_patterns(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: list[int],
+                 games: int = 20_000, per_layer: int = 200_000, drawn: int = 1_000_000, ridge: float = RIDGE,
+                 seed: int = 1, baseline: np.ndarray | None = None,
+                 progress: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Fit pattern (version 2) weights to exact values of `fit_layers` and
+    measure them on `holdout_layers`.
+
+    Each layer gives at most `per_layer` positions from `games` playouts
+    (game_positions) and about `drawn` drawn uniformly by rank
+    (drawn_positions), valued from its table, read once and let go; each band
+    of PATTERN_BANDS is fitted by ridge least squares (RIDGE) on its layers
+    through its normal equations (see above). Returns (weights, report): the
+    report gives, per layer and kind of position ("games", "drawn"), the RMSE
+    of the pattern leaf, of `baseline` (default: the shipped linear weights)
+    and of the 0 leaf, pooled over the held-out layers per kind.
+    """
+    fit_layers, holdout_layers = check_fit_layers(directory, fit_layers, holdout_layers)
+    for name, number, low, high in (("games", games, 1, MAX_FIT_GAMES), ("per_layer", per_layer, 0, MAX_FIT_PER_LAYER),
+                                    ("drawn", drawn, 0, MAX_FIT_PER_LAYER), ("seed", seed, 0, MAX_FIT_SEED)):
+        if isinstance(number, bool) or not isinstance(number, (int, np.integer)) or not low <= number <= high:
+            raise EvaluationError(f"{name} must be a whole number {low:,}..{high:,}, got {number!r}")
+    if not (isinstance(ridge, (int, float)) and not isinstance(ridge, bool) and 0 < ridge <= 1e9):
+        raise EvaluationError(f"ridge must be a number above 0, got {ridge!r}")
+    if per_layer == 0 and drawn == 0:
+        raise EvaluationError("no positions to fit on: give per_layer or drawn above 0")
+
+    say = progress or (lambda text: None)
+    rng = np.random.default_rng(seed)
+    games_boards = game_positions(games, seed)
+    say(f"{games_boards.shape[0]:,} distinct positions from {games:,} playouts")
+    weights = np.zeros((len(PATTERN_BANDS), BAND_SIZE))
+    fitted: dict[int, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    solver_steps = {}
+    for band in range(len(PATTERN_BANDS)):
+        layers = [n for n in fit_layers if pattern_band(n) == band]
+        if not layers:
+            continue
+        gram = np.zeros((BAND_SIZE, BAND_SIZE))
+        moments = np.zeros(BAND_SIZE)
+        for layer in layers:
+            samples = _layer_samples(directory, games_boards, layer, per_layer, drawn, rng)
+            for boards, values in samples.values():
+                _accumulate(boards, values.astype(np.float64), gram, moments)
+            fitted[layer] = samples
+            say(f"layer {layer}: {samples['games'][0].shape[0]:,} positions of games and "
+                f"{samples['drawn'][0].shape[0]:,} drawn, valued and added")
+        _mirror(gram)
+        # A column no position sets (an entry never seen) has weight 0: the
+        # system is solved on the others only, a smaller one.
+        seen = np.flatnonzero(np.diag(gram) > 0)
+        system = gram[np.ix_(seen, seen)]
+        del gram
+        system[np.diag_indices(seen.shape[0])] += ridge
+        weights[band, seen], steps = _conjugate_gradients(system, moments[seen])
+        solver_steps[band] = steps
+        del system
+        say(f"band {band} (layers {layers}) solved in {steps} steps")
+    if not fitted:
+        raise EvaluationError(f"no positions of layers {fit_layers} to fit on")
+    weights = weights.reshape(PATTERN_SIZE)
+    if not np.all(np.isfinite(weights)) or np.any(np.abs(weights) > MAX_WEIGHT):
+        raise EvaluationError(f"the fit gave weights beyond +-{MAX_WEIGHT:g}: raise the ridge or value more positions")
+
+    leaves = {"patterns": weights, "linear": load_weights() if baseline is None else baseline, "zero": np.zeros(0)}
+    names = list(leaves)
+
+    def rows_of(layer: int, samples: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict[str, Any]]:
+        return [_compare(layer, kind, values, boards, leaves) for kind, (boards, values) in samples.items()]
+
+    fit_rows = [row for layer in sorted(fitted) for row in rows_of(layer, fitted[layer])]
+    fitted_layers = sorted(fitted)
+    del fitted
+    holdout_rows = []
+    for layer in holdout_layers:
+        holdout_rows += rows_of(layer, _layer_samples(directory, games_boards, layer, per_layer, drawn, rng))
+        say(f"layer {layer} measured (held out)")
+    report = {
+        "kind": "patterns",
+        "games": games,
+        "per_layer": per_layer,
+        "drawn": drawn,
+        "ridge": ridge,
+        "seed": seed,
+        "solver_steps": {str(band): steps for band, steps in solver_steps.items()},
+        "fit_layers": fitted_layers,
+        "holdout_layers": holdout_layers,
+        "fit": fit_rows,
+        "holdout": holdout_rows,
+        "holdout_pooled": {kind: _pooled_rows([r for r in holdout_rows if r["positions"] == kind], names)
+                           for kind in ("games", "drawn")},
+    }
+    return weights, report
