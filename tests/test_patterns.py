@@ -70,11 +70,11 @@ def naive_pattern_estimate(board, weights):
     return max(-seeds, min(seeds, math.floor(total + 0.5)))
 
 
-def grid_weights(seed, spread=64):
-    """Pattern weights on a grid of 1/32 seed: sums of them are exact in
-    doubles, so the kernel and the naive version agree whatever the order of
-    addition, even at a half."""
-    return np.random.default_rng(seed).integers(-spread, spread + 1, PATTERN_SIZE) / 32.0
+def grid_weights(seed, step=32):
+    """Pattern weights on a grid of 1/step seed, within 2 seeds: sums of them
+    are exact in doubles, so the kernel and the naive version agree whatever
+    the order of addition, even at a half."""
+    return np.random.default_rng(seed).integers(-2 * step, 2 * step + 1, PATTERN_SIZE) / step
 
 
 def test_the_layout_is_the_documented_one():
@@ -100,12 +100,12 @@ def test_the_pattern_leaf_is_exactly_its_formula(board, seed):
 
 def test_the_pattern_leaf_clips_to_the_seeds_and_the_linear_leaf_is_untouched():
     boards = np.array([[4] * 12, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], [0, 20, 0, 0, 3, 0, 1, 1, 0, 0, 0, 0]], np.uint8)
-    seeds = boards.sum(axis=1)
+    seeds = boards.sum(axis=1, dtype=np.int64)
     assert board_estimates(boards, np.full(PATTERN_SIZE, 5.0)).tolist() == seeds.tolist()
     assert board_estimates(boards, np.full(PATTERN_SIZE, -5.0)).tolist() == (-seeds).tolist()
     linear = np.zeros(LINEAR_SIZE)
     linear[2] = 1.0  # the seeds on the mover's side minus the opponent's
-    assert board_estimates(boards, linear).tolist() == [0, 0, 17]
+    assert board_estimates(boards, linear).tolist() == [0, 0, 21]
 
 
 # The version 2 file ----------------------------------------------------------------
@@ -114,14 +114,14 @@ def test_the_pattern_leaf_clips_to_the_seeds_and_the_linear_leaf_is_untouched():
 @pytest.fixture()
 def pattern_file(tmp_path):
     path = tmp_path / "patterns.json"
-    save_weights(path, grid_weights(3), {"any": "report"})
+    save_weights(path, grid_weights(3, step=16), {"any": "report"})  # four decimals hold 1/16 exactly
     return path
 
 
 def test_a_pattern_file_round_trips(pattern_file):
     data = json.loads(pattern_file.read_text())
     assert data["version"] == PATTERN_VERSION and data["fit"] == {"any": "report"}
-    assert load_weights(pattern_file).tolist() == grid_weights(3).tolist()
+    assert load_weights(pattern_file).tolist() == grid_weights(3, step=16).tolist()
     assert os.path.getsize(pattern_file) < 1 << 20
 
 
