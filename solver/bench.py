@@ -61,11 +61,14 @@ def bench_search(
     hash_mb: int = 64,
     threads: int = 1,
     evaluation: str = "learned",
+    weights_file: str | None = None,
 ) -> dict[str, Any]:
     """Search every suite position to its depth (+ depth_scale) with a fresh
     transposition table on `threads` threads; nodes (every thread's),
-    nodes/s and the time to each depth."""
-    searcher = Searcher(directory, max_table_seeds=table_seeds, hash_mb=hash_mb, threads=threads, evaluation=evaluation)
+    nodes/s and the time to each depth. `weights_file`: the learned leaf's
+    weights (a version 1 or 2 file; None: the shipped ones)."""
+    searcher = Searcher(directory, max_table_seeds=table_seeds, hash_mb=hash_mb, threads=threads, evaluation=evaluation,
+                        weights_file=weights_file)
     searcher.search(Position.initial(), depth=2)  # compile or load numba's cache
     rows: list[dict[str, Any]] = []
     for name, game, depth in suite_positions():
@@ -105,6 +108,7 @@ def bench_search(
         "median_nps": statistics.median(r["nps"] for r in rows if r["nps"] > 0),
         "threads": threads,
         "evaluation": evaluation,
+        "weights_file": weights_file,
         **machine(),
     }
 

@@ -1291,7 +1291,7 @@ def _fit_number(context, parameter, value):
     """--games, --per-layer and --seed within what a fit can take, refused before any work."""
     from .limits import MAX_FIT_GAMES, MAX_FIT_PER_LAYER, MAX_FIT_SEED
 
-    low, high = {"games": (1, MAX_FIT_GAMES), "per_layer": (1, MAX_FIT_PER_LAYER),
+    low, high = {"games": (1, MAX_FIT_GAMES), "per_layer": (1, MAX_FIT_PER_LAYER), "drawn": (0, MAX_FIT_PER_LAYER),
                  "seed": (0, MAX_FIT_SEED)}[parameter.name]
     if not low <= value <= high:
         raise UserError(f"--{parameter.name.replace('_', '-')} must be {low:,}..{high:,}, got {value:,}")
@@ -1323,6 +1323,9 @@ def _fit_output(context, parameter, value):
 
 @cli.command(name="fit-evaluation")
 @_directory_option
+@click.option("--kind", type=click.Choice(["linear", "patterns"]), default="linear", show_default=True,
+              help="linear: the ten features (a version 1 file); patterns: the features and pattern tables per "
+                   "band of seeds (a version 2 file, fitted by ridge least squares).")
 @click.option("--fit-layers", default=None,
               help="Layers to fit on, e.g. 8-24 (default: from 8 up to the held-out ones).")
 @click.option("--holdout", default=None,
@@ -1332,35 +1335,68 @@ def _fit_output(context, parameter, value):
 @click.option("--per-layer", type=int, default=200_000, show_default=True, callback=_fit_number,
               help="At most this many positions valued per layer.")
 @click.option("--per-seed/--flat", default=False, show_default=True,
-              help="Let every weight change linearly with the seeds on board, or keep it flat.")
+              help="Let every weight change linearly with the seeds on board, or keep it flat (linear only).")
+@click.option("--drawn", type=int, default=1_000_000, show_default=True, callback=_fit_number,
+              help="Patterns only: about this many positions drawn uniformly by rank from each layer, "
+                   "beside those of the playouts.")
+@click.option("--ridge", type=click.FloatRange(min=0, min_open=True, max=1e9), default=10.0, show_default=True,
+              help="Patterns only: added to the normal equations' diagonal.")
 @click.option("--seed", type=int, default=1, show_default=True, callback=_fit_number,
               help="Random seed of the playouts (0..2**32-1).")
 @click.option("--out", default=None, callback=_fit_output,
               help="Write the weights file here (e.g. solver/data/evaluation-v1.json), atomically and never "
                    "through a link; default: report only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fit report as JSON.")
-def fit_evaluation(directory: str | None, fit_layers: str | None, holdout: str | None, games: int, per_layer: int,
-                   per_seed: bool, seed: int, out: str | None, as_json: bool) -> None:
+def fit_evaluation(directory: str | None, kind: str, fit_layers: str | None, holdout: str | None, games: int,
+                   per_layer: int, per_seed: bool, drawn: int, ridge: float, seed: int, out: str | None,
+                   as_json: bool) -> None:
     """Fit the search's evaluation to the exact values of the tables in --dir.
 
     Positions from playouts are valued from the tables of the fitted layers;
     the report gives the RMSE and sign agreement on held-out layers above
-    them, against the 0 leaf. Every argument is checked before the fit
-    starts; Ctrl-C stops it at once, and nothing is written unless it ends.
+    them, against the 0 leaf. With --kind patterns, positions drawn by rank
+    from each layer are fitted too, and the report gives the RMSE of the
+    pattern leaf, of the shipped linear leaf and of the 0 leaf, on the
+    positions of games and on those drawn. Every argument is checked before
+    the fit starts; Ctrl-C stops it at once, and nothing is written unless it
+    ends.
     """
     fitted = _layer_list(fit_layers, "--fit-layers") if fit_layers is not None else None
     held = _layer_list(holdout, "--holdout") if holdout is not None else None
-    from . import evaluation, tables
+    from . import evaluation, fitting, tables
 
     directory = directory or tables.default_directory()
     if fitted is None or held is None:
-        default_fitted, default_held = evaluation.default_layers(directory)
+        default_fitted, default_held = fitting.default_layers(directory)
         fitted = default_fitted if fitted is None else fitted
         held = default_held if held is None else held
-    evaluation.check_fit_layers(directory, fitted, held)
+    fitting.check_fit_layers(directory, fitted, held)
     say = None if as_json else lambda text: click.echo(text, err=True)
-    weights, report = _interruptible(lambda: evaluation.fit(directory, fitted, held, games=games, per_layer=per_layer,
-                                                            per_seed=per_seed, seed=seed, progress=say))
+    if kind == "patterns":
+        weights, report = _interruptible(lambda: fitting.fit_patterns(
+            directory, fitted, held, games=games, per_layer=per_layer, drawn=drawn, ridge=ridge, seed=seed,
+            progress=say))
+        if out:
+            evaluation.save_weights(out, weights, report)
+        if as_json:
+            emit_json({"out": out, **report})
+            return
+        click.echo(f"fitted on layers {report['fit_layers']}, held out {report['holdout_layers']}")
+        click.echo("layer  positions      count  patterns rmse  linear rmse  zero rmse")
+        for row in report["fit"] + report["holdout"]:
+            where = "held out" if row["seeds"] in report["holdout_layers"] else "fitted"
+            if row["count"]:
+                click.echo(f"{row['seeds']:5d}  {row['positions']:9s} {row['count']:10,} {row['patterns_rmse']:14.3f} "
+                           f"{row['linear_rmse']:12.3f} {row['zero_rmse']:10.3f}  {where}")
+        for positions, pooled in report["holdout_pooled"].items():
+            if pooled["count"]:
+                click.echo(f"held out, {positions}, pooled: patterns {pooled['patterns_rmse']:.3f}, linear "
+                           f"{pooled['linear_rmse']:.3f}, 0 leaf {pooled['zero_rmse']:.3f}")
+        if out:
+            click.echo(f"weights written to {out}")
+        return
+    weights, report = _interruptible(lambda: fitting.fit(directory, fitted, held, games=games, per_layer=per_layer,
+                                                         per_seed=per_seed, seed=seed, progress=say))
     if out:
         evaluation.save_weights(out, weights, report)
     if as_json:

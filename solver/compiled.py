@@ -36,7 +36,7 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
         seconds[name] = round(time.perf_counter() - started, 3)
 
     with tempfile.TemporaryDirectory(prefix="awele-compile-") as folder:
-        from . import build, evaluation
+        from . import build, evaluation, fitting
         from .position import Game, Position
         from .probe import Tablebase
         from .search import Searcher
@@ -57,7 +57,7 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
                 searcher.search(Position.initial(), depth=4)
                 searcher.wait_for_tables()  # its background reader is done before the tables close
             step("the search", search)
-        step("the fit's playouts", lambda: evaluation.board_features(evaluation.game_positions(2)))
+        step("the fit's playouts", lambda: evaluation.board_features(fitting.game_positions(2)))
     return seconds
 
 

@@ -20,8 +20,10 @@ rounded and clipped to [-n, n], the values a position of n seeds can have.
 The weights are fitted by least squares to exact values of positions from
 games (random playouts biased to sensible moves, from varied openings), kept
 where their seed count has a table, and measured on held-out layers above
-the fitted ones, against the 0 leaf: see :func:`fit`. The shipped weights live
-in ``solver/data/evaluation-v1.json``; ``awele fit-evaluation`` refits them.
+the fitted ones, against the 0 leaf: see solver.fitting, which reads the
+tables; this module is only the leaf the search calls and its weights file.
+The shipped weights live in ``solver/data/evaluation-v1.json``; ``awele
+fit-evaluation`` refits them.
 """
 
 from __future__ import annotations
@@ -31,14 +33,12 @@ import math
 import os
 import stat
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numba import njit
 
-from . import index
 from .errors import EvaluationError
-from .limits import MAX_FIT_GAMES, MAX_FIT_PER_LAYER, MAX_FIT_SEED
 from .position import Position  # noqa: F401 (the doctest)
 from .rules import (
     LANE_BITS,
@@ -47,15 +47,17 @@ from .rules import (
     ROW_ONES,
     SUM_LANES,
     TOTAL_SEEDS,
+    board_seeds,
     house_seeds,
-    legal_mask,
     pack,
-    play,
     row_seeds,
 )
 
-WEIGHTS_VERSION = 1
+WEIGHTS_VERSION = 1  # the linear leaf's file, the shipped default
+PATTERN_VERSION = 2  # the pattern (n-tuple) leaf's file
+WEIGHTS_VERSIONS = (WEIGHTS_VERSION, PATTERN_VERSION)
 WEIGHTS_FILE = f"evaluation-v{WEIGHTS_VERSION}.json"
+PATTERN_WEIGHTS_FILE = f"evaluation-v{PATTERN_VERSION}-patterns.json"  # shipped, not the default
 SCALE_SEEDS = 48  # n / SCALE_SEEDS multiplies the second row of weights
 LAP_SEEDS = 12  # a house with this many seeds sows round the whole board
 
@@ -160,7 +162,7 @@ def _chain_capture(opponent, landings, sown):
 
 
 @njit(cache=True, inline="always")
-def _threat(mover, opponent):
+def capture_threat(mover: np.uint64, opponent: np.uint64) -> np.int64:
     """The most seeds one move of the mover captures (that of rules.play).
 
     Which lanes the mover's moves end on comes from LANDINGS, one lookup per
@@ -180,13 +182,14 @@ def _threat(mover, opponent):
 
 
 @njit(cache=True, inline="always")
-def _features(mover, opponent):
-    """The FEATURES of a packed position, as a tuple of ints (see FEATURES)."""
+def feature_values(mover: np.uint64, opponent: np.uint64) -> tuple:
+    """The FEATURES of a packed position, as a tuple of ints (see FEATURES):
+    inlined into the kernels that use it, with no array made."""
     mover_seeds = row_seeds(mover)
     opponent_seeds = row_seeds(opponent)
     mover_empty, mover_low, mover_laps = _row_shape(mover)
     opponent_empty, opponent_low, opponent_laps = _row_shape(opponent)
-    mover_threat = _threat(mover, opponent)
+    mover_threat = capture_threat(mover, opponent)
     return (
         1,
         mover_seeds + opponent_seeds,
@@ -204,7 +207,7 @@ def _features(mover, opponent):
 @njit(cache=True)
 def features(mover: np.uint64, opponent: np.uint64) -> np.ndarray:
     """The FEATURES of a packed position as a float64 array."""
-    values = _features(mover, opponent)
+    values = feature_values(mover, opponent)
     out = np.empty(FEATURE_COUNT, np.float64)
     for k in range(FEATURE_COUNT):
         out[k] = values[k]
@@ -222,20 +225,132 @@ def evaluate(mover: np.uint64, opponent: np.uint64, weights: np.ndarray) -> np.i
 @njit(cache=True, inline="always")
 def evaluate_and_threat(mover: np.uint64, opponent: np.uint64, weights: np.ndarray) -> tuple[np.int64, np.int64]:
     """(evaluate(), the most seeds one move of the mover captures): a leaf
-    that searches its captures needs both, and the features hold the second."""
-    values = _features(mover, opponent)
+    that searches its captures needs both, and the features hold the second.
+
+    `weights` is either format's array (load_weights): LINEAR_SIZE floats
+    (version 1, the linear leaf) or PATTERN_SIZE (version 2: the band of the
+    seeds on board picks its linear weights and its pattern tables)."""
+    values = feature_values(mover, opponent)
     threat = np.int64(values[THREAT_FEATURE])
     seeds = values[1]
-    scale = seeds / SCALE_SEEDS
     total = 0.0
-    for k in range(FEATURE_COUNT):
-        total += values[k] * (weights[k] + weights[FEATURE_COUNT + k] * scale)
+    if weights.shape[0] == LINEAR_SIZE:
+        scale = seeds / SCALE_SEEDS
+        for k in range(FEATURE_COUNT):
+            total += values[k] * (weights[k] + weights[FEATURE_COUNT + k] * scale)
+    else:
+        base = pattern_band(seeds) * BAND_SIZE
+        for k in range(FEATURE_COUNT):
+            total += values[k] * weights[base + k]
+        total += _pattern_sum(mover, opponent, weights, base + FEATURE_COUNT)
     estimate = np.int64(np.floor(total + 0.5))
     if estimate > seeds:
         return np.int64(seeds), threat
     if estimate < -seeds:
         return np.int64(-seeds), threat
     return estimate, threat
+
+
+# Pattern weights (version 2) ------------------------------------------------------
+#
+# A version 2 leaf adds to the ten features one table entry per pattern: the
+# 12 windows of WINDOW_HOUSES consecutive houses round the board (the mover's
+# houses 0-5 then the opponent's 0-5, the order seeds are sown in; a window
+# may wrap from the opponent's last house to the mover's first), each house's
+# seeds capped at WINDOW_CAP, and the 36 pairs of one mover's house and one
+# opponent's house, each capped at PAIR_CAP. Each band of seeds on the board
+# (PATTERN_BANDS) has its own linear weights and tables, laid out in one flat
+# array so the search's kernel signature is the same for either format:
+#
+#   band b at b * BAND_SIZE: FEATURE_COUNT linear weights, then the windows
+#   (window w's entry i at WINDOWS_START + w * WINDOW_ENTRIES + i), then the
+#   pairs (pair p = 6 * mover's house + opponent's house: its entry i at
+#   PAIRS_START + p * PAIR_ENTRIES + i).
+#
+# A window's index is sum over its houses k = 0..3 of capped seeds * 4^k, the
+# first house lowest; a pair's is capped mover's seeds * (PAIR_CAP + 1) +
+# capped opponent's seeds.
+
+PATTERN_BANDS = (0, 16, 21)  # the lowest seed count of each band: 0-15, 16-20, 21-48
+WINDOW_COUNT = 12
+WINDOW_HOUSES = 4
+WINDOW_CAP = 3
+WINDOW_ENTRIES = (WINDOW_CAP + 1) ** WINDOW_HOUSES  # 256
+PAIR_COUNT = ROW * ROW
+PAIR_CAP = 12
+PAIR_ENTRIES = (PAIR_CAP + 1) ** 2  # 169
+PATTERN_COUNT = WINDOW_COUNT + PAIR_COUNT  # one table entry each at a leaf
+WINDOWS_START = FEATURE_COUNT  # within a band
+PAIRS_START = WINDOWS_START + WINDOW_COUNT * WINDOW_ENTRIES
+BAND_SIZE = PAIRS_START + PAIR_COUNT * PAIR_ENTRIES  # 9,166 weights a band
+PATTERN_SIZE = len(PATTERN_BANDS) * BAND_SIZE  # a version 2 array
+LINEAR_SIZE = 2 * FEATURE_COUNT  # a version 1 array
+WINDOW_SHIFT = 2  # bits of a capped window house (WINDOW_CAP = 3)
+WINDOW_MASK = np.uint64(WINDOW_ENTRIES - 1)
+LANE_CAP_3 = np.uint64(WINDOW_CAP)
+LANE_CAP_12 = np.int64(PAIR_CAP)
+
+
+@njit(cache=True, inline="always")
+def pattern_band(seeds: int | np.integer) -> int:
+    """The band (an index of PATTERN_BANDS) of a position of `seeds` seeds."""
+    return int(seeds >= PATTERN_BANDS[1]) + int(seeds >= PATTERN_BANDS[2])
+
+
+@njit(cache=True, inline="always")
+def _window_codes(mover, opponent):
+    """The 12 houses' seeds capped at 3, two bits each (mover's houses first),
+    repeated once above bit 24 so that a window wrapping round the board is
+    read as one shift and mask."""
+    codes = np.uint64(0)
+    for lane in range(ROW):
+        codes |= min(np.uint64(house_seeds(mover, lane)), LANE_CAP_3) << np.uint64(WINDOW_SHIFT * lane)
+        codes |= min(np.uint64(house_seeds(opponent, lane)), LANE_CAP_3) << np.uint64(WINDOW_SHIFT * (ROW + lane))
+    return codes | (codes << np.uint64(WINDOW_SHIFT * WINDOW_COUNT))
+
+
+@njit(cache=True, inline="always")
+def _window_index(codes, window):
+    return np.int64((codes >> np.uint64(WINDOW_SHIFT * window)) & WINDOW_MASK)
+
+
+@njit(cache=True, inline="always")
+def _pair_index(mover, opponent, mover_house, opponent_house):
+    return (min(house_seeds(mover, mover_house), LANE_CAP_12) * (PAIR_CAP + 1)
+            + min(house_seeds(opponent, opponent_house), LANE_CAP_12))
+
+
+@njit(cache=True, inline="always")
+def _pattern_sum(mover, opponent, weights, start):
+    """The sum of the PATTERN_COUNT table entries of a position, its band's
+    windows starting at weights[start] (and its pairs after them)."""
+    codes = _window_codes(mover, opponent)
+    total = 0.0
+    for window in range(WINDOW_COUNT):
+        total += weights[start + window * WINDOW_ENTRIES + _window_index(codes, window)]
+    pairs = start + PAIRS_START - WINDOWS_START
+    for mover_house in range(ROW):
+        for opponent_house in range(ROW):
+            pair = mover_house * ROW + opponent_house
+            total += weights[pairs + pair * PAIR_ENTRIES + _pair_index(mover, opponent, mover_house, opponent_house)]
+    return total
+
+
+@njit(cache=True)
+def pattern_columns(mover: np.uint64, opponent: np.uint64, out: np.ndarray) -> int:
+    """Write into out[:PATTERN_COUNT] the positions in its band's block of the
+    array (0..BAND_SIZE - 1) of the table entries a position adds (windows,
+    then pairs); returns its band. The fit's design matrix is one-hot on
+    these columns, beside the FEATURE_COUNT linear ones (0..9)."""
+    codes = _window_codes(mover, opponent)
+    for window in range(WINDOW_COUNT):
+        out[window] = WINDOWS_START + window * WINDOW_ENTRIES + _window_index(codes, window)
+    for mover_house in range(ROW):
+        for opponent_house in range(ROW):
+            pair = mover_house * ROW + opponent_house
+            out[WINDOW_COUNT + pair] = (PAIRS_START + pair * PAIR_ENTRIES
+                                        + _pair_index(mover, opponent, mover_house, opponent_house))
+    return pattern_band(board_seeds(mover, opponent))
 
 
 @njit(cache=True)
@@ -286,6 +401,9 @@ MAX_WEIGHTS_BYTES = 1 << 20  # a weights file is a few kilobytes (the shipped on
 MAX_WEIGHT = 1000.0
 WEIGHTS_KEYS = {"version", "features", "scale_seeds", "flat", "per_seed", "fit"}
 WEIGHTS_REQUIRED = WEIGHTS_KEYS - {"fit"}
+PATTERN_KEYS = {"version", "features", "bands", "window_houses", "window_cap", "pair_cap", "linear", "windows",
+                "pairs", "fit"}
+PATTERN_REQUIRED = PATTERN_KEYS - {"fit"}
 
 
 def _weights_name(path: Any) -> str:
@@ -367,15 +485,21 @@ def _weight_row(name: str, data: dict[str, Any], key: str) -> list[float]:
 
 
 def load_weights(path: str | os.PathLike | None = None) -> np.ndarray:
-    """The 2 * FEATURE_COUNT weights of a weights file (None: the shipped one).
+    """The weights array of a weights file (None: the shipped one), as the
+    search's leaf takes it: LINEAR_SIZE floats for a version 1 file,
+    PATTERN_SIZE for a version 2 (pattern) file.
 
     The file is read only when it is a regular file of at most
-    MAX_WEIGHTS_BYTES of JSON in the format's exact shape: an object with the
-    keys WEIGHTS_REQUIRED (and "fit", the report of the fit, an object) and
-    no other, version WEIGHTS_VERSION, the FEATURES of this awele, scale_seeds
+    MAX_WEIGHTS_BYTES of JSON in the format's exact shape. Version 1: an
+    object with the keys WEIGHTS_REQUIRED (and "fit", the report of the fit,
+    an object) and no other, the FEATURES of this awele, scale_seeds
     SCALE_SEEDS, and "flat" and "per_seed" lists of FEATURE_COUNT finite
-    numbers (not booleans, not text) within MAX_WEIGHT. Raises
-    EvaluationError, naming the file, for anything else.
+    numbers (not booleans, not text) within MAX_WEIGHT. Version 2: the keys
+    PATTERN_REQUIRED (and "fit"), the FEATURES, the PATTERN_BANDS, the window
+    and pair sizes of this awele, and "linear", "windows" and "pairs" nested
+    lists of those shapes (bands x FEATURE_COUNT, bands x WINDOW_COUNT x
+    WINDOW_ENTRIES, bands x PAIR_COUNT x PAIR_ENTRIES) of such numbers.
+    Raises EvaluationError, naming the file, for anything else.
     """
     name = default_weights_path() if path is None else _weights_name(path)
     raw = _read_weights_file(name)
@@ -390,310 +514,126 @@ def load_weights(path: str | os.PathLike | None = None) -> np.ndarray:
     if not isinstance(data, dict):
         raise EvaluationError(f"{name}: the evaluation weights must be a JSON object, got {type(data).__name__}")
     version = data.get("version")
-    if isinstance(version, bool) or not isinstance(version, int) or version != WEIGHTS_VERSION:
-        raise EvaluationError(f"{name}: evaluation weights version {version!r}, this awele reads {WEIGHTS_VERSION}")
-    unknown, missing = sorted(set(data) - WEIGHTS_KEYS), sorted(WEIGHTS_REQUIRED - set(data))
+    if isinstance(version, bool) or not isinstance(version, int) or version not in WEIGHTS_VERSIONS:
+        raise EvaluationError(f"{name}: evaluation weights version {version!r}, this awele reads "
+                              f"{' and '.join(map(str, WEIGHTS_VERSIONS))}")
+    keys, required = (WEIGHTS_KEYS, WEIGHTS_REQUIRED) if version == WEIGHTS_VERSION else (PATTERN_KEYS,
+                                                                                         PATTERN_REQUIRED)
+    unknown, missing = sorted(set(data) - keys), sorted(required - set(data))
     if unknown or missing:
         raise EvaluationError(f"{name}: the evaluation weights have " + "; ".join(
             part for part in (f"unknown keys {unknown}" if unknown else "",
                               f"no {missing}" if missing else "") if part))
     if data["features"] != list(FEATURES):
         raise EvaluationError(f"{name}: the weights were fitted to other features than this awele computes")
+    if not isinstance(data.get("fit", {}), dict):
+        raise EvaluationError(f"{name}: 'fit' (the fit's report) must be an object")
+    if version == PATTERN_VERSION:
+        return _pattern_weights(name, data)
     scale = data["scale_seeds"]
     if isinstance(scale, bool) or not isinstance(scale, int) or scale != SCALE_SEEDS:
         raise EvaluationError(f"{name}: scale_seeds {scale!r}, this awele scales the per-seed weights by "
                               f"{SCALE_SEEDS}")
-    if not isinstance(data.get("fit", {}), dict):
-        raise EvaluationError(f"{name}: 'fit' (the fit's report) must be an object")
     return np.array(_weight_row(name, data, "flat") + _weight_row(name, data, "per_seed"), dtype=np.float64)
+
+
+def _pattern_shape() -> dict[str, Any]:
+    """The keys of a version 2 file that say what its tables are, as this awele computes them."""
+    return {"bands": list(PATTERN_BANDS), "window_houses": WINDOW_HOUSES, "window_cap": WINDOW_CAP,
+            "pair_cap": PAIR_CAP}
+
+
+def _nested_numbers(name: str, key: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """A nested list of `shape` finite numbers within MAX_WEIGHT as an array;
+    EvaluationError naming the file and the first place that is not."""
+    def walk(item: Any, depth: int, where: str) -> None:
+        if depth == len(shape):
+            if isinstance(item, bool) or not isinstance(item, (int, float)):
+                raise EvaluationError(f"{name}: {key!r}{where} must be a number, got {item!r}")
+            if not (math.isfinite(item) and abs(item) <= MAX_WEIGHT):
+                raise EvaluationError(f"{name}: {key!r}{where} is {item!r}, beyond the +-{MAX_WEIGHT:g} "
+                                      "a fit of the tables gives")
+            return
+        if not isinstance(item, list) or len(item) != shape[depth]:
+            size = f" of {len(item)}" if isinstance(item, list) else ""
+            raise EvaluationError(f"{name}: {key!r}{where} must be a list of {shape[depth]}, got "
+                                  f"{type(item).__name__}{size} (the {key} are "
+                                  f"{' x '.join(map(str, shape))} numbers)")
+        for position, inner in enumerate(item):
+            walk(inner, depth + 1, f"{where}[{position}]")
+
+    walk(value, 0, "")
+    return np.array(value, dtype=np.float64).reshape(shape)
+
+
+def _pattern_weights(name: str, data: dict[str, Any]) -> np.ndarray:
+    """The PATTERN_SIZE array of a version 2 file's data (its keys checked)."""
+    for key, expected in _pattern_shape().items():
+        given = data[key]
+        if given != expected or any(isinstance(v, bool) for v in (given if isinstance(given, list) else [given])):
+            raise EvaluationError(f"{name}: {key} {given!r}, this awele's patterns have {key} {expected!r}")
+    bands = len(PATTERN_BANDS)
+    linear = _nested_numbers(name, "linear", data["linear"], (bands, FEATURE_COUNT))
+    windows = _nested_numbers(name, "windows", data["windows"], (bands, WINDOW_COUNT, WINDOW_ENTRIES))
+    pairs = _nested_numbers(name, "pairs", data["pairs"], (bands, PAIR_COUNT, PAIR_ENTRIES))
+    weights = np.empty((bands, BAND_SIZE), np.float64)
+    weights[:, :WINDOWS_START] = linear
+    weights[:, WINDOWS_START:PAIRS_START] = windows.reshape(bands, -1)
+    weights[:, PAIRS_START:] = pairs.reshape(bands, -1)
+    return weights.reshape(-1)
 
 
 def save_weights(path: str | os.PathLike, weights: np.ndarray, report: dict[str, Any] | None = None) -> None:
     """Write weights (and the fit report that produced them) as a weights
-    file, as the tables are written (tables.write_file_exclusively): a
-    temporary file created exclusively, never through a link, then renamed;
-    nothing is left behind when it fails. Raises EvaluationError, naming the
-    file, when the weights are not ones load_weights reads or the file cannot
-    be written."""
+    file of the version their size says (LINEAR_SIZE: 1, PATTERN_SIZE: 2), as
+    the tables are written (tables.write_file_exclusively): a temporary file
+    created exclusively, never through a link, then renamed; nothing is left
+    behind when it fails. Raises EvaluationError, naming the file, when the
+    weights are not ones load_weights reads or the file cannot be written."""
     from .tables import write_file_exclusively
 
     name = _weights_name(path)
     weights = np.asarray(weights, dtype=np.float64)
-    if weights.shape not in ((2 * FEATURE_COUNT,), (2, FEATURE_COUNT)):
-        raise EvaluationError(f"{path}: {2 * FEATURE_COUNT} weights are written, got an array of {weights.shape}")
-    weights = weights.reshape(2, FEATURE_COUNT)
+    if weights.size not in (LINEAR_SIZE, PATTERN_SIZE) or weights.ndim not in (1, 2):
+        raise EvaluationError(f"{path}: {LINEAR_SIZE} (linear) or {PATTERN_SIZE:,} (pattern) weights are "
+                              f"written, got an array of {weights.shape}")
     if not np.all(np.isfinite(weights)) or np.any(np.abs(weights) > MAX_WEIGHT):
         raise EvaluationError(f"{path}: weights beyond +-{MAX_WEIGHT:g} (or not finite) are no fit's; not written")
-    data = {
-        "version": WEIGHTS_VERSION,
-        "features": list(FEATURES),
-        "scale_seeds": SCALE_SEEDS,
-        "flat": [round(float(w), 6) for w in weights[0]],
-        "per_seed": [round(float(w), 6) for w in weights[1]],
-        "fit": report or {},
-    }
-    text = (json.dumps(data, indent=1, allow_nan=False) + "\n").encode()
+    if weights.size == LINEAR_SIZE:
+        weights = weights.reshape(2, FEATURE_COUNT)
+        data = {
+            "version": WEIGHTS_VERSION,
+            "features": list(FEATURES),
+            "scale_seeds": SCALE_SEEDS,
+            "flat": [round(float(w), 6) for w in weights[0]],
+            "per_seed": [round(float(w), 6) for w in weights[1]],
+            "fit": report or {},
+        }
+        text = (json.dumps(data, indent=1, allow_nan=False) + "\n").encode()
+    else:
+        bands = weights.reshape(len(PATTERN_BANDS), BAND_SIZE)
+
+        def rounded(block: np.ndarray, shape: tuple[int, ...]) -> list[Any]:
+            # Four decimals: a ten-thousandth of a seed is far below what the
+            # leaf rounds to, and the file stays a few hundred kilobytes.
+            return cast(list[Any], np.round(block, 4).reshape(shape).tolist())
+
+        data = {
+            "version": PATTERN_VERSION,
+            "features": list(FEATURES),
+            **_pattern_shape(),
+            "linear": [[round(float(w), 6) for w in band[:WINDOWS_START]] for band in bands],
+            "windows": rounded(bands[:, WINDOWS_START:PAIRS_START], (len(PATTERN_BANDS), WINDOW_COUNT,
+                                                                      WINDOW_ENTRIES)),
+            "pairs": rounded(bands[:, PAIRS_START:], (len(PATTERN_BANDS), PAIR_COUNT, PAIR_ENTRIES)),
+            "fit": report or {},
+        }
+        # Compact: a reader looks at the keys and the report, not at 27,000 numbers a line each.
+        text = (json.dumps(data, separators=(",", ":"), allow_nan=False) + "\n").encode()
+    if len(text) > MAX_WEIGHTS_BYTES:
+        raise EvaluationError(f"{path}: {len(text):,} bytes of weights is more than a weights file holds "
+                              f"({MAX_WEIGHTS_BYTES:,}); not written")
     try:
         write_file_exclusively(name, [text])
     except OSError as error:
         raise EvaluationError(f"cannot write {name}: {error.strerror or error}") from None
-
-
-# Positions where play goes ---------------------------------------------------------
-
-OPENING = np.uint64(0x040404040404)  # four seeds in each house of a row
-WIN_SEEDS = 25
-
-
-@njit(cache=True)
-def _choose(mover, opponent, mask, random_share):
-    """A move of a playout: at random with probability `random_share`, else
-    the one that best trades the seeds it captures against the best reply
-    capture (ties broken at random)."""
-    if np.random.random() < random_share:
-        pick = np.random.randint(0, ROW)
-        while not mask & (1 << pick):
-            pick = (pick + 1) % ROW
-        return pick
-    best = -1000
-    choice = -1
-    ties = 0
-    for house in range(ROW):
-        if mask & (1 << house):
-            captured, child_mover, child_opponent = play(mover, opponent, house)
-            score = captured - _threat(child_mover, child_opponent)
-            if score > best:
-                best, choice, ties = score, house, 1
-            elif score == best:
-                ties += 1
-                if np.random.randint(0, ties) == 0:
-                    choice = house
-    return choice
-
-
-@njit(cache=True)
-def _playouts(games, seed, opening_plies, random_share, max_plies, out):
-    """Play `games` games from the opening and write every position met (mover
-    view, before the game is over) into out; returns how many.
-
-    Each game opens with 1..opening_plies random moves, then plays _choose
-    with a share of random moves drawn in [0, 2 * random_share], and stops
-    when the game is over (rules 5 and 6, 25 seeds, 24-24) or after
-    max_plies plies. Repetitions do not end a playout (a cycle runs to
-    max_plies, its positions kept once by game_positions).
-    """
-    np.random.seed(seed)
-    count = 0
-    for _ in range(games):
-        mover = OPENING
-        opponent = OPENING
-        mover_store = 0
-        opponent_store = 0
-        opening = 1 + np.random.randint(0, opening_plies)
-        share = 2.0 * random_share * np.random.random()
-        for ply in range(max_plies):
-            mask = legal_mask(mover, opponent)
-            if mask == 0 or mover_store >= WIN_SEEDS or opponent_store >= WIN_SEEDS:
-                break
-            if mover_store == WIN_SEEDS - 1 and opponent_store == WIN_SEEDS - 1:
-                break
-            for lane in range(ROW):
-                out[count, lane] = house_seeds(mover, lane)
-                out[count, ROW + lane] = house_seeds(opponent, lane)
-            count += 1
-            house = _choose(mover, opponent, mask, 1.0 if ply < opening else share)
-            captured, child_mover, child_opponent = play(mover, opponent, house)
-            mover, opponent = child_mover, child_opponent
-            mover_store, opponent_store = opponent_store, mover_store + captured
-    return count
-
-
-def game_positions(games: int, seed: int = 1, opening_plies: int = 8, random_share: float = 0.15,
-                   max_plies: int = 300) -> np.ndarray:
-    """Distinct mover-view boards (N, 12) met in `games` playouts (see _playouts)."""
-    out = np.empty((games * max_plies, 12), np.uint8)
-    count = _playouts(games, seed, opening_plies, random_share, max_plies, out)
-    boards = np.ascontiguousarray(out[:count])
-    return np.unique(boards.view(np.dtype((np.void, 12))).ravel()).view(np.uint8).reshape(-1, 12)
-
-
-# Fitting ---------------------------------------------------------------------------
-
-
-def _design(feature_rows, per_seed):
-    """Least-squares design matrix: the features, and the features times
-    n / SCALE_SEEDS when the weights may change with the seeds on board."""
-    if not per_seed:
-        return feature_rows
-    return np.hstack([feature_rows, feature_rows * (feature_rows[:, 1:2] / SCALE_SEEDS)])
-
-
-def _scores(values, estimates):
-    """RMSE and sign agreement of estimates against exact values."""
-    values = values.astype(np.float64)
-    estimates = estimates.astype(np.float64)
-    return (float(np.sqrt(np.mean((estimates - values) ** 2))),
-            float(np.mean(np.sign(estimates) == np.sign(values))))
-
-
-def _layer_report(seeds, values, estimates):
-    rmse, sign = _scores(values, estimates)
-    zero_rmse, zero_sign = _scores(values, np.zeros_like(values))
-    return {"seeds": int(seeds), "positions": int(values.shape[0]), "rmse": round(rmse, 4),
-            "zero_rmse": round(zero_rmse, 4), "sign_agreement": round(sign, 4),
-            "zero_sign_agreement": round(zero_sign, 4)}
-
-
-def _pooled(rows):
-    """Position-weighted means of the per-layer figures."""
-    total = sum(row["positions"] for row in rows)
-    if not total:
-        return {"positions": 0}
-    pooled: dict[str, Any] = {"positions": total}
-    for key in ("rmse", "zero_rmse"):
-        pooled[key] = round(float(np.sqrt(sum(row[key] ** 2 * row["positions"] for row in rows) / total)), 4)
-    for key in ("sign_agreement", "zero_sign_agreement"):
-        pooled[key] = round(sum(row[key] * row["positions"] for row in rows) / total, 4)
-    return pooled
-
-
-def valued_positions(directory: str | os.PathLike, boards: np.ndarray, layers: list[int],
-                     per_layer: int, seed: int = 1) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """{seeds: (boards, exact values)}: at most `per_layer` of `boards` per
-    layer in `layers` (drawn at random), positions in the index and not over,
-    valued from the tables of `directory`, one layer in memory at a time."""
-    from .probe import Tablebase  # h5py only when fitting
-
-    seeds = boards.sum(axis=1, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    found = {}
-    for layer in sorted(layers):
-        chosen = boards[seeds == layer]
-        keep = np.array([index.packed_in_index(pack(b)[1]) and legal_mask(*pack(b)) != 0 for b in chosen],
-                        dtype=bool)
-        chosen = chosen[keep] if chosen.shape[0] else chosen
-        if chosen.shape[0] > per_layer:
-            chosen = chosen[np.sort(rng.choice(chosen.shape[0], per_layer, replace=False))]
-        if chosen.shape[0] == 0:
-            continue
-        with Tablebase(directory) as tablebase:  # read this layer, then give its memory back
-            values = tablebase.values(chosen).astype(np.int64)
-        found[layer] = (chosen, values)
-    return found
-
-
-def fit(directory: str | os.PathLike, fit_layers: list[int], holdout_layers: list[int], games: int = 20_000,
-        per_layer: int = 200_000, per_seed: bool = True, seed: int = 1,
-        progress: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
-    """Fit the evaluation weights to exact values of `fit_layers` and measure
-    them on `holdout_layers` (layers above the fit: extrapolation upward).
-
-    Positions come from `games` playouts (game_positions), at most
-    `per_layer` per layer; every fitted layer weighs the same in the least
-    squares. Returns (weights, report): the report gives, per layer and
-    pooled over the held-out layers, the RMSE and the sign agreement of the
-    estimates (rounded and clipped, as the search uses them) against the
-    exact values, next to those of the 0 leaf.
-    """
-    fit_layers, holdout_layers = check_fit_layers(directory, fit_layers, holdout_layers)
-    for name, number, low, high in (("games", games, 1, MAX_FIT_GAMES), ("per_layer", per_layer, 1, MAX_FIT_PER_LAYER),
-                                    ("seed", seed, 0, MAX_FIT_SEED)):
-        if isinstance(number, bool) or not isinstance(number, (int, np.integer)) or not low <= number <= high:
-            raise EvaluationError(f"{name} must be a whole number {low:,}..{high:,}, got {number!r}")
-
-    say = progress or (lambda text: None)
-    boards = game_positions(games, seed)
-    say(f"{boards.shape[0]:,} distinct positions from {games:,} playouts")
-    valued = {}
-    for layer in fit_layers + holdout_layers:
-        valued.update(valued_positions(directory, boards, [layer], per_layer, seed))
-        if layer in valued:
-            say(f"layer {layer}: {valued[layer][0].shape[0]:,} positions valued")
-    fitted = [n for n in fit_layers if n in valued]
-    if not fitted:
-        raise EvaluationError(f"no playout position has {fit_layers} seeds: play more games")
-
-    rows, targets, row_weights = [], [], []
-    for layer in fitted:
-        layer_boards, values = valued[layer]
-        rows.append(_design(board_features(layer_boards), per_seed))
-        targets.append(values.astype(np.float64))
-        row_weights.append(np.full(values.shape[0], 1.0 / np.sqrt(values.shape[0])))
-    design = np.vstack(rows)
-    target = np.concatenate(targets)
-    scale = np.concatenate(row_weights)
-    solution = np.linalg.lstsq(design * scale[:, None], target * scale, rcond=None)[0]
-    weights = np.zeros(2 * FEATURE_COUNT)
-    weights[: solution.shape[0]] = solution
-    if not np.all(np.isfinite(weights)) or np.any(np.abs(weights) > MAX_WEIGHT):
-        raise EvaluationError(f"the fit gave weights beyond +-{MAX_WEIGHT:g}: the positions valued do not "
-                              "determine them; fit on more layers or more games")
-
-    def report_rows(layers):
-        return [_layer_report(n, valued[n][1], board_estimates(valued[n][0], weights)) for n in layers if n in valued]
-
-    report = {
-        "games": games,
-        "per_layer": per_layer,
-        "per_seed": per_seed,
-        "seed": seed,
-        "fit_layers": fitted,
-        "holdout_layers": [n for n in holdout_layers if n in valued],
-        "fit": report_rows(fitted),
-        "holdout": report_rows(holdout_layers),
-    }
-    report["holdout_pooled"] = _pooled(report["holdout"])
-    report["fit_pooled"] = _pooled(report["fit"])
-    return weights, report
-
-
-def check_fit_layers(directory: str | os.PathLike, fit_layers: Any, holdout_layers: Any) -> tuple[list[int], list[int]]:
-    """(fit layers, held-out layers), sorted, once they are layers 0..48 that
-    are built in `directory`, some to fit on and none both fitted and held
-    out; EvaluationError otherwise."""
-    from .tables import built_layers
-
-    chosen = []
-    for name, layers in (("fit layers", fit_layers), ("held-out layers", holdout_layers)):
-        try:
-            numbers = list(layers)
-        except TypeError:
-            raise EvaluationError(f"the {name} must be a list of seed counts, got {layers!r}") from None
-        if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= TOTAL_SEEDS
-               for n in numbers):
-            raise EvaluationError(f"the {name} must be seed counts 0..{TOTAL_SEEDS}, got {numbers!r}")
-        chosen.append(sorted({int(n) for n in numbers}))
-    fitted, held = chosen
-    if not fitted:
-        raise EvaluationError("no layers to fit on")
-    if set(fitted) & set(held):
-        raise EvaluationError(f"layers {sorted(set(fitted) & set(held))} cannot be both fitted on and held out")
-    built = set(built_layers(directory))
-    missing = [n for n in fitted + held if n not in built]
-    if missing:
-        raise EvaluationError(f"layers {missing} are not built in {directory}")
-    return fitted, held
-
-
-def default_layers(directory: str | os.PathLike, holdout: int = 2, lowest: int = 8) -> tuple[list[int], list[int]]:
-    """(fit layers, held-out layers) from the tables of `directory`: the top
-    `holdout` consecutive layers held out, the ones from `lowest` below them fitted."""
-    from .tables import built_layers
-
-    built = set(built_layers(directory))
-    top = -1
-    while top + 1 in built:
-        top += 1
-    if built - set(range(top + 1)):
-        # The top two built would be held out; with a gap below them, which
-        # ones are meant is the user's to say.
-        raise EvaluationError(f"{directory} lacks layer {top + 1} below the layers built up to {max(built)}: "
-                              "build it, or give --fit-layers and --holdout")
-    consecutive = list(range(top + 1))
-    if len(consecutive) <= holdout:
-        raise EvaluationError(f"{directory} has tables of 0..{top} seeds: too few to fit and hold out {holdout}")
-    held = consecutive[-holdout:] if holdout else []
-    fitted = [n for n in consecutive[: len(consecutive) - holdout] if n >= lowest]
-    if not fitted:
-        raise EvaluationError(f"{directory} has no layer from {lowest} seeds below the held-out {held}")
-    return fitted, held

@@ -23,15 +23,13 @@ from solver.evaluation import (
     WEIGHTS_VERSION,
     board_estimates,
     board_features,
-    default_layers,
     default_weights_path,
     evaluate,
     features,
-    fit,
-    game_positions,
     load_weights,
     save_weights,
 )
+from solver.fitting import default_layers, fit, game_positions
 from solver.probe import Tablebase
 from solver.rules import house_seeds, legal_mask, pack, play, row_seeds
 from solver.search import Searcher
@@ -206,7 +204,8 @@ def test_weights_files_of_another_version_or_features_are_refused(tmp_path):
     save_weights(good, np.arange(2 * FEATURE_COUNT, dtype=float))
     assert load_weights(good).tolist() == list(range(2 * FEATURE_COUNT))
     data = json.loads(good.read_text())
-    for change, message in [({"version": WEIGHTS_VERSION + 1}, "version"),
+    for change, message in [({"version": 3}, "version 3, this awele reads 1 and 2"),
+                            ({"version": 2}, "unknown keys"),  # a linear file called a pattern one
                             ({"features": data["features"][:-1]}, "other features"),
                             ({"flat": data["flat"][:-1]}, "a list of")]:
         bad = tmp_path / "bad.json"
