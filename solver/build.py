@@ -583,7 +583,8 @@ def verify_sample(directory: str, seeds: int, count: int, seed: int = 0, limit: 
             readers[layer] = tables.ChunkReader(directory, layer)
         return readers[layer].value(rank)
 
-    mismatches, examples = 0, []
+    mismatches = 0
+    examples: list[tuple[list[int], int]] = []
     try:
         for rank in ranks:
             board = index.unrank(seeds, int(rank))

@@ -317,9 +317,9 @@ def slice_bounds(size: int, processes: int, seeds: int | None = None) -> np.ndar
                  if abs(2 * int(index.ORDER_GROUPS[seeds, j]) - seeds)
                  != abs(2 * int(index.ORDER_GROUPS[seeds, j - 1]) - seeds)]
         for p in range(1, processes):
-            nearest = min(edges, key=lambda edge, cut=cuts[p]: abs(edge - cut), default=None)
-            if nearest is not None and abs(nearest - cuts[p]) <= BAND_SNAP * size / processes:
-                cuts[p] = nearest
+            distances = [abs(edge - cuts[p]) for edge in edges]
+            if distances and min(distances) <= BAND_SNAP * size / processes:
+                cuts[p] = edges[distances.index(min(distances))]
         cuts[1:-1] = np.maximum.accumulate(cuts[1:-1])
     return np.array([cut // block * block for cut in cuts[:-1]] + [size], dtype=np.int64)
 
@@ -466,7 +466,7 @@ def _answer(keys, held, first, starts, answers):
         end = min(total, begin + ANSWER_BATCH)
         for j in range(begin, end):
             at = (keys[j] >> retrograde.RANK_BITS) - first
-            prefetch(held[at], (keys[j] & mask) - starts[at])
+            prefetch(held[at], (keys[j] & mask) - starts[at])  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
         for j in range(begin, end):
             at = (keys[j] >> retrograde.RANK_BITS) - first
             answers[j] = held[at][(keys[j] & mask) - starts[at]]

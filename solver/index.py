@@ -109,7 +109,7 @@ def _build_distance_order():
     groups = np.zeros((seeds, seeds + 1), dtype=np.int64)
     for layer in range(seeds):
         at = 0
-        for j, mover in enumerate(sorted(range(layer + 1), key=lambda m, n=layer: (abs(2 * m - n), m))):
+        for j, (_distance, mover) in enumerate(sorted((abs(2 * m - layer), m) for m in range(layer + 1))):
             offsets[layer, mover] = starts[layer, j] = at
             groups[layer, j] = mover
             at += LAYER_OFFSET[layer, mover + 1] - LAYER_OFFSET[layer, mover]
@@ -244,7 +244,7 @@ def rank_packed_in(mover: np.uint64, opponent: np.uint64, seeds: int | np.intege
 def file_rank(seeds: int | np.integer, rank: int | np.integer, order: int | np.integer) -> int:
     """The file rank of the position at `rank` in `order` of layer `seeds`."""
     if order != DISTANCE_ORDER:
-        return rank
+        return int(rank)
     low, high = 0, seeds  # the last group of the order starting at or before rank
     while low < high:
         middle = (low + high + 1) // 2
@@ -260,7 +260,7 @@ def file_rank(seeds: int | np.integer, rank: int | np.integer, order: int | np.i
 def rank_in(seeds: int | np.integer, rank: int | np.integer, order: int | np.integer) -> int:
     """The rank in `order` of the position at file rank `rank` of layer `seeds`."""
     if order != DISTANCE_ORDER:
-        return rank
+        return int(rank)
     mover_seeds = 0
     while LAYER_OFFSET[seeds, mover_seeds + 1] <= rank:
         mover_seeds += 1

@@ -84,9 +84,10 @@ def test_a_window_of_the_file_is_runs_of_the_slices_each_held_by_its_owner(seeds
 
 def test_the_slices_hold_most_moves_of_a_layer_in_one_slice():
     # The reason for the distance order: of the in-layer moves of layer 16,
-    # few cross the middle cut of the order, most cross the file's.
+    # few cross the cut of two slices of the order, most cross the file's middle.
     seeds = 16
     size = index.layer_size(seeds)
+    cuts = {index.FILE_ORDER: size // 2, index.DISTANCE_ORDER: int(distributed.slice_bounds(size, 2, seeds)[1])}
     boards = index.unrank_boards(seeds, np.random.default_rng(7).integers(0, size, 4000))
     crossing = {index.FILE_ORDER: 0, index.DISTANCE_ORDER: 0}
     moves = 0
@@ -102,7 +103,7 @@ def test_the_slices_hold_most_moves_of_a_layer_in_one_slice():
             for order in crossing:
                 parent = index.rank_in(seeds, index.rank_packed(mover, opponent, seeds), order)
                 child = index.rank_in(seeds, index.rank_packed(child_mover, child_opponent, seeds), order)
-                crossing[order] += (parent < size // 2) != (child < size // 2)
+                crossing[order] += (parent < cuts[order]) != (child < cuts[order])
     assert crossing[index.FILE_ORDER] > 0.6 * moves
     assert crossing[index.DISTANCE_ORDER] < 0.25 * moves
 
