@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_evaluation import boards_of, lapping_boards, naive_features
 
-from solver import Position
+from solver import Position, index
 from solver.cli import cli
 from solver.errors import EvaluationError
 from solver.evaluation import (
@@ -31,8 +31,11 @@ from solver.evaluation import (
     pattern_columns,
     save_weights,
 )
+from solver.fitting import _solve_definite, drawn_positions, layer_values
+from solver.probe import Tablebase
 from solver.rules import pack
 from solver.search import Searcher
+from solver.tables import CHUNK
 
 
 def naive_band(seeds):
@@ -227,6 +230,39 @@ def test_a_search_uses_the_pattern_leaf(cli_fit, table_dir):
         assert -position.seeds <= estimate.value <= position.seeds
         differ += estimate.value != linear.search(position, depth=1, cycles="own").value
     assert differ > 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(size=st.integers(1, 40), seed=st.integers(0, 2**32 - 1))
+def test_the_direct_solve_solves_a_definite_system(size, seed):
+    """The fit's solver against the definition: matrix @ x == right, for a
+    random definite matrix (a Gram matrix plus a ridge, as in the fit)."""
+    rng = np.random.default_rng(seed)
+    design = rng.integers(0, 2, size=(3 * size, size)).astype(np.float64)
+    matrix = design.T @ design + np.eye(size)
+    right = rng.normal(size=size)
+    solution = _solve_definite(matrix, right)
+    assert np.allclose(matrix @ solution, right, atol=1e-9)
+
+
+def test_the_direct_solve_refuses_a_system_that_is_not_definite():
+    with pytest.raises(EvaluationError, match="not definite"):
+        _solve_definite(np.array([[1.0, 2.0], [2.0, 1.0]]), np.ones(2))
+
+
+def test_streamed_values_are_the_tables_values(table_dir):
+    """layer_values (a chunk at a time, in rank order) gives what the
+    Tablebase gives for the same boards, over every chunk of layer 12 and in
+    the boards' own order (drawn unsorted, some twice)."""
+    rng = np.random.default_rng(5)
+    boards = drawn_positions(12, 20_000, rng)
+    boards = np.concatenate([boards, boards[:50]])
+    with Tablebase(table_dir) as tablebase:
+        expected = tablebase.values(boards).astype(np.int64)
+    streamed = layer_values(table_dir, 12, boards)
+    assert streamed.dtype == np.int64 and streamed.tolist() == expected.tolist()
+    assert len(set((index.rank_boards(boards, 12) // CHUNK).tolist())) == math.ceil(index.layer_size(12) / CHUNK)
+    assert layer_values(table_dir, 12, boards[:0]).shape == (0,)
 
 
 def test_fit_evaluation_patterns_refuses_bad_arguments(table_dir):
