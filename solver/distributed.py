@@ -6,8 +6,9 @@ contiguous slice of every layer's ranks in the distance order
 mover's row listed by |2m - n|, so that a move, which swaps the rows, mostly
 stays in its slice), cut at multiples of retrograde.BLOCK, so P need not
 divide anything; it holds only its slices:
-the working state of its slice of the layer being built (1.5 bytes a
-position) and its slices of the smaller layers, which it solved itself or
+the working state of its slice of the layer being built (the lined layout
+of retrograde, 1.52 bytes a position: a position's value byte and child
+count in one cache line) and its slices of the smaller layers, which it solved itself or
 read from their files (every chunk's CRC checked, the histogram summed over
 the processes checked against the file's).
 
@@ -53,6 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import signal
 import threading
@@ -80,6 +82,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 KILL_VARIABLE = "AWELE_TEST_KILL"  # "seeds:stage:process": that process kills itself after that checkpoint
 ORDER = index.DISTANCE_ORDER  # the order of the ranks that slices cut (and requests and updates name)
 ORDER_NAME = "distance"  # in a checkpoint's manifest: one cut in another order is not resumed
+LAYOUT_NAME = "lined"  # in a checkpoint's manifest: a state in the older plain layout is not resumed
 BAND_SNAP = 0.2  # a cut moves to a distance band's edge this close, as a share of a slice (slice_bounds)
 
 
@@ -503,15 +506,15 @@ class Checkpoints:
     def due(self) -> bool:
         return bool(self.directory) and time.monotonic() - self.last >= self.interval
 
-    def save(self, seeds: int, stage: int, bounds: np.ndarray, values: np.ndarray, counts: np.ndarray) -> None:
-        """Record the state before stage `stage` of layer `seeds` (collective)."""
+    def save(self, seeds: int, stage: int, bounds: np.ndarray, state: np.ndarray) -> None:
+        """Record the working state (lined) before stage `stage` of layer `seeds` (collective)."""
         # Created exclusively and renamed into place: a link planted at any of
         # these names (a shared folder) is replaced, never written through.
-        crc = tables.write_file_exclusively(self._state(seeds, stage), (values, counts))
+        crc = tables.write_file_exclusively(self._state(seeds, stage), (state,))
         crcs = self.exchange.gather(crc)
         if self.exchange.rank == 0:
             manifest = {"seeds": seeds, "stage": stage, "processes": self.exchange.size, "order": ORDER_NAME,
-                        "bounds": [int(b) for b in bounds], "crc32": crcs}
+                        "layout": LAYOUT_NAME, "bounds": [int(b) for b in bounds], "crc32": crcs}
             tables.write_file_exclusively(self._manifest(seeds), (json.dumps(manifest).encode(),))
         self.exchange.barrier()
         for older in range(stage + 1, seeds + 2):
@@ -522,9 +525,9 @@ class Checkpoints:
         if planned == f"{seeds}:{stage}:{self.exchange.rank}":
             os.kill(os.getpid(), signal.SIGKILL)  # fault injection for the tests
 
-    def resume(self, seeds: int, bounds: np.ndarray, values: np.ndarray, counts: np.ndarray) -> int | None:
-        """The stage to resume layer `seeds` at, its state read into values and
-        counts, or None (collective)."""
+    def resume(self, seeds: int, bounds: np.ndarray, state: np.ndarray) -> int | None:
+        """The stage to resume layer `seeds` at, its working state read into
+        `state`, or None (collective)."""
         if not self.directory:
             return None
         manifest = None
@@ -532,7 +535,8 @@ class Checkpoints:
             try:
                 manifest = json.loads(tables.read_file_nofollow(self._manifest(seeds), 1 << 20))
                 if (manifest.get("seeds") != seeds or manifest.get("processes") != self.exchange.size
-                        or manifest.get("order") != ORDER_NAME or manifest.get("bounds") != [int(b) for b in bounds]):
+                        or manifest.get("order") != ORDER_NAME or manifest.get("layout") != LAYOUT_NAME
+                        or manifest.get("bounds") != [int(b) for b in bounds]):
                     manifest = None
             except (OSError, ValueError):
                 manifest = None
@@ -542,10 +546,9 @@ class Checkpoints:
         stage = int(manifest["stage"])
         ok = 0
         try:
-            data = tables.read_file_nofollow(self._state(seeds, stage), values.nbytes + counts.nbytes + 1)
-            if len(data) == values.nbytes + counts.nbytes and zlib.crc32(data) == manifest["crc32"][self.exchange.rank]:
-                values[:] = np.frombuffer(data, dtype=np.int8, count=values.shape[0])
-                counts[:] = np.frombuffer(data, dtype=np.uint8, offset=values.nbytes)
+            data = tables.read_file_nofollow(self._state(seeds, stage), state.nbytes + 1)
+            if len(data) == state.nbytes and zlib.crc32(data) == manifest["crc32"][self.exchange.rank]:
+                state[:] = np.frombuffer(data, dtype=np.int8)
                 ok = 1
         except OSError:
             pass
@@ -579,11 +582,17 @@ class SliceSolver:
         self.rows = rows
         self.bounds = slices.bounds[seeds, : exchange.size + 1]
         self.lo, self.hi = slices.span(seeds)
-        size = self.hi - self.lo
-        padded = np.zeros((size + 7) // 8 * 8, dtype=np.int8)  # whole words for the seeding scan
-        self.values = padded[:size]
-        self.value_words = padded.view(np.uint64)
-        self.counts = np.zeros((size + 1) // 2, dtype=np.uint8)
+        self.size = size = self.hi - self.lo
+        # The working state in the lined layout (retrograde.LayerSolver's): an
+        # update touches one cache line, not one in each of two arrays. After
+        # the stages, `values` is the slice's plain values (solve()).
+        self.lines = (size + retrograde.LINE_RANKS - 1) // retrograde.LINE_RANKS
+        self._area, self.state = retrograde.reserve(max(1, self.lines) * retrograde.LINE)  # a mapping is never empty
+        with contextlib.suppress(OSError, AttributeError):
+            self._area.madvise(mmap.MADV_HUGEPAGE)
+        self.counts = self.state.view(np.uint8)
+        self.value_words = self.state.view(np.uint64)
+        self.values = np.zeros(0, dtype=np.int8)
         self.outbox = outbox
         self.stack = stack  # resolved positions a thread holds to tell of (more are left to sweeps)
         self.batch = max(retrograde.BLOCK, batch // retrograde.BLOCK * retrograde.BLOCK)
@@ -601,7 +610,7 @@ class SliceSolver:
             start = self.lo + round_number * self.batch
             stop = min(self.hi, start + self.batch)
             if start < stop:
-                retrograde.exit_requests(self.seeds, self.lo, start, stop, self.values, self.counts, self.rows,
+                retrograde.exit_requests(self.seeds, self.lo, start, stop, self.state, self.counts, self.rows,
                                          keys, gains, ORDER)
                 asked = np.flatnonzero(keys[: (stop - start) * ROW] >= 0)
             else:
@@ -612,23 +621,24 @@ class SliceSolver:
             answers, _ = exchange.alltoallv(self.slices.answer(requests), arrived)
             values = np.empty(asked.shape[0], dtype=np.int8)
             values[order] = answers
-            retrograde.raise_exits(self.values, start - self.lo + asked // ROW, gains[asked], values)
+            retrograde.raise_exits(self.state, start - self.lo + asked // ROW, gains[asked], values)
         self.exit_seconds = time.perf_counter() - started
 
     def solve(self, checkpoints: Checkpoints | None = None, progress: Callable | None = None) -> dict[str, Any]:
-        """Exits (unless a checkpoint has them), then the stages; returns stats."""
-        first_stage = checkpoints.resume(self.seeds, self.bounds, self.values, self.counts) if checkpoints else None
+        """Exits (unless a checkpoint has them), then the stages; returns
+        stats. The slice's values are then in `values` (plain, in ORDER)."""
+        first_stage = checkpoints.resume(self.seeds, self.bounds, self.state) if checkpoints else None
         resumed = first_stage
         before = self.exchange.bytes_sent
         if first_stage is None:
             self.exits()
             if checkpoints and checkpoints.directory:
-                checkpoints.save(self.seeds, self.seeds, self.bounds, self.values, self.counts)
+                checkpoints.save(self.seeds, self.seeds, self.bounds, self.state)
         exit_bytes = self.exchange.bytes_sent - before
         started = time.perf_counter()
         scratch = retrograde.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0,
                                           stack=self.stack)
-        exchange, seeds, lo = self.exchange, self.seeds, self.lo
+        exchange, seeds, lo, size = self.exchange, self.seeds, self.lo, self.size
         layer_bounds = self.bounds
 
         def exchange_rounds(stage, flags, scan=None):
@@ -644,34 +654,44 @@ class SliceSolver:
                     return told
                 self.stage_rounds += 1
                 with retrograde.thread_count(1 if received.shape[0] <= retrograde.RANK_CHUNK else None):
-                    told += retrograde.tell_received_slice(stage, seeds, lo, received, self.values, self.counts,
+                    told += retrograde.tell_received_slice(stage, seeds, lo, size, received, self.state, self.counts,
                                                            flags, self.rows, scratch, ORDER)
                 if scan is not None and scan[0] < flags.shape[0]:
-                    told += retrograde.propagate_slice_stage(stage, seeds, lo, self.values, self.counts,
+                    told += retrograde.propagate_slice_stage(stage, seeds, lo, size, self.state, self.counts,
                                                              self.value_words, flags, self.rows, scratch, scan, ORDER)
 
         def seed_and_tell(stage, flags):
             scratch.sent[:] = 0
             scan = np.zeros(1, dtype=np.int64)  # the next block of the seeds' scan
-            told = retrograde.propagate_slice_stage(stage, seeds, lo, self.values, self.counts, self.value_words,
+            told = retrograde.propagate_slice_stage(stage, seeds, lo, size, self.state, self.counts, self.value_words,
                                                     flags, self.rows, scratch, scan, ORDER)
             return told + (exchange_rounds(stage, flags, scan) if exchange.size > 1 else 0)
 
         def sweep(stage, active, next_flags):
             # Positions left FRESH: the stack or an outbox was full.
             scratch.sent[:] = 0
-            done = retrograde.propagate(stage, seeds, lo, self.values, self.counts, active, next_flags, self.rows,
-                                        scratch, 0, ORDER)
+            done = retrograde.propagate(stage, seeds, lo, self.state, self.counts, active, next_flags, self.rows,
+                                        scratch, size, ORDER)
             return done + (exchange_rounds(stage, next_flags) if exchange.size > 1 else 0)
 
         def after_stage(stage):
             if checkpoints and stage > 1 and checkpoints.due():
-                checkpoints.save(seeds, stage - 1, self.bounds, self.values, self.counts)
+                checkpoints.save(seeds, stage - 1, self.bounds, self.state)
 
         stages, seed_seconds = retrograde.run_stages(
-            seeds, self.values, self.value_words, self.counts, sweep, progress,
-            first_stage=first_stage, everywhere=exchange.sum, after_stage=after_stage, seed_and_tell=seed_and_tell)
-        del self.counts  # the child counts are done with: free them
+            seeds, self.state, self.value_words, self.counts, sweep, progress, first_stage=first_stage,
+            everywhere=exchange.sum, after_stage=after_stage, lined_ranks=size, seed_and_tell=seed_and_tell)
+        # The values out of the lines a piece at a time, each piece given back
+        # once moved (endless play settled to 0), as LayerSolver.solve does.
+        self.values = np.empty(size, dtype=np.int8)
+        with retrograde.thread_count(1 if size < retrograde.SERIAL_SIZE else None):
+            for first in range(0, self.lines, retrograde.COMPACT_LINES):
+                last = min(self.lines, first + retrograde.COMPACT_LINES)
+                retrograde.compact_lines(self.state, size, self.values, first, last)
+                with contextlib.suppress(OSError):
+                    self._area.madvise(mmap.MADV_DONTNEED, first * retrograde.LINE, (last - first) * retrograde.LINE)
+        self.state = self.counts = self.value_words = None  # type: ignore[assignment]
+        self._area.close()
         return {
             "exit_bytes": exit_bytes,
             "stage_bytes": self.exchange.bytes_sent - before - exit_bytes,
