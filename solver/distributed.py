@@ -350,16 +350,6 @@ def _owner(bounds, rank):
 
 
 @njit(cache=True)
-def key_owners(keys: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """The process owning each exit request's child (layer << RANK_BITS | rank)."""
-    owners = np.empty(keys.shape[0], dtype=np.int64)
-    for j in range(keys.shape[0]):
-        layer = keys[j] >> retrograde.RANK_BITS
-        owners[j] = _owner(bounds[layer], keys[j] & ((np.int64(1) << retrograde.RANK_BITS) - 1))
-    return owners
-
-
-@njit(cache=True)
 def group_by_owner(owners: np.ndarray, processes: int) -> tuple[np.ndarray, np.ndarray]:
     """(order, counts): a stable counting sort of items by owner."""
     counts = np.zeros(processes, dtype=np.int64)
@@ -373,6 +363,41 @@ def group_by_owner(owners: np.ndarray, processes: int) -> tuple[np.ndarray, np.n
         order[next_slot[owners[j]]] = j
         next_slot[owners[j]] += 1
     return order, counts
+
+
+@njit(cache=True)
+def route_requests(keys: np.ndarray, count: int, bounds: np.ndarray,
+                   processes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exit requests among keys[:count] (-1 where a move asks nothing),
+    grouped by the process owning each child, in their order within a
+    group: (requests, slots, counts), slots[j] being where requests[j] lay
+    in keys and counts[p] how many go to process p. Two passes over the
+    keys, where flatnonzero, key_owners, group_by_owner and two gathers made
+    eight over arrays of that length."""
+    owners = np.empty(count, dtype=np.int32)
+    counts = np.zeros(processes, dtype=np.int64)
+    mask = (np.int64(1) << retrograde.RANK_BITS) - 1
+    for j in range(count):
+        key = keys[j]
+        if key < 0:
+            owners[j] = -1
+            continue
+        owner = _owner(bounds[key >> retrograde.RANK_BITS], key & mask)
+        owners[j] = owner
+        counts[owner] += 1
+    next_slot = np.zeros(processes, dtype=np.int64)
+    for p in range(1, processes):
+        next_slot[p] = next_slot[p - 1] + counts[p - 1]
+    total = next_slot[processes - 1] + counts[processes - 1]
+    requests = np.empty(total, dtype=np.int64)
+    slots = np.empty(total, dtype=np.int64)
+    for j in range(count):
+        owner = owners[j]
+        if owner >= 0:
+            requests[next_slot[owner]] = keys[j]
+            slots[next_slot[owner]] = j
+            next_slot[owner] += 1
+    return requests, slots, counts
 
 
 @njit(cache=True)
@@ -612,16 +637,11 @@ class SliceSolver:
             if start < stop:
                 retrograde.exit_requests(self.seeds, self.lo, start, stop, self.state, self.counts, self.rows,
                                          keys, gains, ORDER)
-                asked = np.flatnonzero(keys[: (stop - start) * ROW] >= 0)
-            else:
-                asked = np.zeros(0, dtype=np.int64)
-            wanted = keys[asked]
-            order, counts = group_by_owner(key_owners(wanted, self.slices.bounds), exchange.size)
-            requests, arrived = exchange.alltoallv(wanted[order], counts)
+            wanted, slots, counts = route_requests(keys, max(0, stop - start) * ROW, self.slices.bounds, exchange.size)
+            requests, arrived = exchange.alltoallv(wanted, counts)
             answers, _ = exchange.alltoallv(self.slices.answer(requests), arrived)
-            values = np.empty(asked.shape[0], dtype=np.int8)
-            values[order] = answers
-            retrograde.raise_exits(self.state, start - self.lo + asked // ROW, gains[asked], values)
+            # The answers come back grouped as the requests went: answers[j] is slots[j]'s.
+            retrograde.raise_exits(self.state, start - self.lo, slots, gains, answers)
         self.exit_seconds = time.perf_counter() - started
 
     def solve(self, checkpoints: Checkpoints | None = None, progress: Callable | None = None) -> dict[str, Any]:

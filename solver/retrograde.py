@@ -578,14 +578,15 @@ def exit_requests(
 
 
 @njit(cache=True)
-def raise_exits(values: np.ndarray, origins: np.ndarray, gains: np.ndarray, answers: np.ndarray) -> None:
-    """Apply answered exit requests: position origins[j] (a local rank of a
-    slice in the lined layout) captured gains[j] seeds into a child worth
-    answers[j]; its pending code is raised to the best capture (as
-    best_capture keeps it)."""
-    for j in range(origins.shape[0]):
-        exit = np.int64(gains[j]) - np.int64(answers[j])
-        at = value_at(True, origins[j])
+def raise_exits(values: np.ndarray, base: int, slots: np.ndarray, gains: np.ndarray, answers: np.ndarray) -> None:
+    """Apply answered exit requests: slot slots[j] of exit_requests' keys
+    (position base + slots[j] // ROW, a local rank of a slice in the lined
+    layout) captured gains[slots[j]] seeds into a child worth answers[j];
+    its pending code is raised to the best capture (as best_capture keeps
+    it)."""
+    for j in range(slots.shape[0]):
+        exit = np.int64(gains[slots[j]]) - np.int64(answers[j])
+        at = value_at(True, base + slots[j] // ROW)
         if exit > pending_exit(values[at]):
             values[at] = pending(exit)
 

@@ -48,19 +48,34 @@ def test_slices_cover_the_layer_in_block_aligned_near_equal_parts(size, processe
     assert np.diff(bounds).max() <= size // processes + 2 * retrograde.BLOCK
 
 
+def _key(seeds, where):
+    return (seeds << retrograde.RANK_BITS) | int(where * index.layer_size(seeds))
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 7), st.lists(st.tuples(st.integers(0, 16), st.floats(0, 1, exclude_max=True)), max_size=300))
-def test_requests_go_to_the_owner_of_their_child_and_keep_their_order(processes, picks):
+@given(st.integers(1, 7), st.lists(st.one_of(st.none(), st.tuples(st.integers(0, 16),
+                                                                   st.floats(0, 1, exclude_max=True))), max_size=300),
+       st.integers(0, 5))
+def test_requests_go_to_the_owner_of_their_child_and_keep_their_order(processes, picks, unread):
+    # Keys as exit_requests leaves them: -1 where a move asks nothing, and a
+    # tail past `count` that is not read.
     bounds = distributed.all_bounds(16, processes)
-    keys = np.array([(seeds << retrograde.RANK_BITS) | int(where * index.layer_size(seeds)) for seeds, where in picks],
-                    dtype=np.int64)
-    owners = distributed.key_owners(keys, bounds)
-    for key, owner in zip(keys, owners):
+    keys = np.array([-1 if pick is None else _key(*pick)
+                     for pick in picks] + [0] * unread, dtype=np.int64)
+    requests, slots, counts = distributed.route_requests(keys, len(picks), bounds, processes)
+    owners = []
+    for key in keys[: len(picks)][keys[: len(picks)] >= 0]:
         seeds, rank = key >> retrograde.RANK_BITS, key & ((1 << retrograde.RANK_BITS) - 1)
-        assert bounds[seeds, owner] <= rank < bounds[seeds, owner + 1]
-    order, counts = distributed.group_by_owner(owners, processes)
-    assert (order == np.argsort(owners, kind="stable")).all()
-    assert (counts == np.bincount(owners, minlength=processes)).all()
+        owners.append(int(np.searchsorted(bounds[seeds, : processes + 1], rank, side="right")) - 1)
+    asked = np.flatnonzero(keys[: len(picks)] >= 0)
+    order = np.argsort(np.array(owners, dtype=np.int64), kind="stable")  # stable: their order kept within a group
+    assert slots.tolist() == asked[order].tolist()
+    assert requests.tolist() == keys[slots].tolist()
+    assert counts.tolist() == np.bincount(np.array(owners, dtype=np.int64), minlength=processes).tolist()
+    for p, (first, last) in enumerate(zip(np.cumsum(counts) - counts, np.cumsum(counts))):
+        for key in requests[first:last]:
+            seeds, rank = key >> retrograde.RANK_BITS, key & ((1 << retrograde.RANK_BITS) - 1)
+            assert bounds[seeds, p] <= rank < bounds[seeds, p + 1]
 
 
 @settings(max_examples=200, deadline=None)
