@@ -77,7 +77,7 @@ _Summed = TypeVar("_Summed", int, np.ndarray)
 # Environment variables by which mpiexec/srun tell a process it is one of many.
 LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 OUTBOX = 1 << 20  # updates a thread collects for other processes before its sweep pauses
-EXIT_BATCH = 1 << 19  # positions per round of exit requests (about 6.5 MiB of requests)
+EXIT_BATCH = 1 << 19  # positions per round of exit requests (at most 6 requests each, 43 bytes a request)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 KILL_VARIABLE = "AWELE_TEST_KILL"  # "seeds:stage:process": that process kills itself after that checkpoint
 ORDER = index.DISTANCE_ORDER  # the order of the ranks that slices cut (and requests and updates name)
@@ -366,37 +366,40 @@ def group_by_owner(owners: np.ndarray, processes: int) -> tuple[np.ndarray, np.n
 
 
 @njit(cache=True)
-def route_requests(keys: np.ndarray, count: int, bounds: np.ndarray,
+def route_requests(keys: np.ndarray, asked: np.ndarray, stride: int, bounds: np.ndarray,
                    processes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The exit requests among keys[:count] (-1 where a move asks nothing),
-    grouped by the process owning each child, in their order within a
-    group: (requests, slots, counts), slots[j] being where requests[j] lay
-    in keys and counts[p] how many go to process p. Two passes over the
-    keys, where flatnonzero, key_owners, group_by_owner and two gathers made
-    eight over arrays of that length."""
-    owners = np.empty(count, dtype=np.int32)
+    """The exit requests keys[b * stride : b * stride + asked[b]] of every
+    block b (as exit_requests leaves them), grouped by the process owning
+    each child, in their order within a group: (requests, slots, counts),
+    slots[j] being where requests[j] lay in keys and counts[p] how many go
+    to process p. Two passes over the requests."""
+    total = 0
+    for block in range(asked.shape[0]):
+        total += asked[block]
+    owners = np.empty(total, dtype=np.int32)
     counts = np.zeros(processes, dtype=np.int64)
     mask = (np.int64(1) << retrograde.RANK_BITS) - 1
-    for j in range(count):
-        key = keys[j]
-        if key < 0:
-            owners[j] = -1
-            continue
-        owner = _owner(bounds[key >> retrograde.RANK_BITS], key & mask)
-        owners[j] = owner
-        counts[owner] += 1
+    at = 0
+    for block in range(asked.shape[0]):
+        for j in range(block * stride, block * stride + asked[block]):
+            key = keys[j]
+            owner = _owner(bounds[key >> retrograde.RANK_BITS], key & mask)
+            owners[at] = owner
+            counts[owner] += 1
+            at += 1
     next_slot = np.zeros(processes, dtype=np.int64)
     for p in range(1, processes):
         next_slot[p] = next_slot[p - 1] + counts[p - 1]
-    total = next_slot[processes - 1] + counts[processes - 1]
     requests = np.empty(total, dtype=np.int64)
     slots = np.empty(total, dtype=np.int64)
-    for j in range(count):
-        owner = owners[j]
-        if owner >= 0:
+    at = 0
+    for block in range(asked.shape[0]):
+        for j in range(block * stride, block * stride + asked[block]):
+            owner = owners[at]
             requests[next_slot[owner]] = keys[j]
             slots[next_slot[owner]] = j
             next_slot[owner] += 1
+            at += 1
     return requests, slots, counts
 
 
@@ -630,18 +633,22 @@ class SliceSolver:
         exchange = self.exchange
         keys = np.empty(self.batch * ROW, dtype=np.int64)
         gains = np.empty(self.batch * ROW, dtype=np.int8)
+        owners = np.empty(self.batch * ROW, dtype=np.int64)
+        asked = np.zeros(self.batch // retrograde.BLOCK, dtype=np.int64)
         rounds = exchange.maximum((self.hi - self.lo + self.batch - 1) // self.batch)
         for round_number in range(rounds):
             start = self.lo + round_number * self.batch
             stop = min(self.hi, start + self.batch)
+            blocks = (max(0, stop - start) + retrograde.BLOCK - 1) // retrograde.BLOCK
             if start < stop:
                 retrograde.exit_requests(self.seeds, self.lo, start, stop, self.state, self.counts, self.rows,
-                                         keys, gains, ORDER)
-            wanted, slots, counts = route_requests(keys, max(0, stop - start) * ROW, self.slices.bounds, exchange.size)
+                                         keys, gains, owners, asked, ORDER)
+            wanted, slots, counts = route_requests(keys, asked[:blocks], retrograde.BLOCK * ROW, self.slices.bounds,
+                                                   exchange.size)
             requests, arrived = exchange.alltoallv(wanted, counts)
             answers, _ = exchange.alltoallv(self.slices.answer(requests), arrived)
             # The answers come back grouped as the requests went: answers[j] is slots[j]'s.
-            retrograde.raise_exits(self.state, start - self.lo, slots, gains, answers)
+            retrograde.raise_exits(self.state, slots, gains, owners, answers)
         self.exit_seconds = time.perf_counter() - started
 
     def solve(self, checkpoints: Checkpoints | None = None, progress: Callable | None = None) -> dict[str, Any]:

@@ -241,10 +241,11 @@ def rank_packed_in(mover: np.uint64, opponent: np.uint64, seeds: int | np.intege
 
 
 @njit(cache=True, inline="always")
-def file_rank(seeds: int | np.integer, rank: int | np.integer, order: int | np.integer) -> int:
-    """The file rank of the position at `rank` in `order` of layer `seeds`."""
+def file_run(seeds: int | np.integer, rank: int | np.integer, order: int | np.integer) -> tuple[int, int]:
+    """(the file rank of the position at `rank` in `order` of layer `seeds`,
+    the end in `order` of the run of consecutive file ranks it lies in)."""
     if order != DISTANCE_ORDER:
-        return int(rank)
+        return int(rank), 1 << 62
     low, high = 0, seeds  # the last group of the order starting at or before rank
     while low < high:
         middle = (low + high + 1) // 2
@@ -253,7 +254,13 @@ def file_rank(seeds: int | np.integer, rank: int | np.integer, order: int | np.i
         else:
             high = middle - 1
     mover_seeds = ORDER_GROUPS[seeds, low]
-    return LAYER_OFFSET[seeds, mover_seeds] + rank - ORDER_STARTS[seeds, low]
+    return LAYER_OFFSET[seeds, mover_seeds] + rank - ORDER_STARTS[seeds, low], ORDER_STARTS[seeds, low + 1]
+
+
+@njit(cache=True, inline="always")
+def file_rank(seeds: int | np.integer, rank: int | np.integer, order: int | np.integer) -> int:
+    """The file rank of the position at `rank` in `order` of layer `seeds`."""
+    return file_run(seeds, rank, order)[0]
 
 
 @njit(cache=True, inline="always")

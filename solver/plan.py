@@ -103,7 +103,8 @@ def process_bytes(seeds: int, processes: int, threads: int = 1, outbox: int | No
     if processes > 1:
         # Outboxes, their concatenation and grouping, and what arrives (as much again).
         buffers = 4 * 8 * threads * (outbox + retrograde.BATCH + retrograde.MAX_PREDECESSORS)
-    buffers += batch * ROW * (8 + 1) * 3  # exit requests: keys and gains, asked, answered
+    # Exit requests: keys, gains and owners; routed keys and slots; those received; answers both ways.
+    buffers += batch * ROW * ((8 + 1 + 8) + 2 * 8 + 8 + 2)
     return BASE_BYTES + share(working_bytes(seeds)) + smaller + buffers
 
 

@@ -86,9 +86,9 @@ arguments increfs and decrefs them at each call, with atomic operations on
 the array's one counter: several a predecessor told, and with two threads
 on the same counter, a cache line that goes back and forth between the
 cores at every tell. The per-block kernels the parallel loops call
-(_stage_block, _seed_block, _propagate_block, _exit_block, _request_block,
-_check_block) are therefore compiled without numba's runtime (hot_kernel:
-they allocate nothing), which leaves their arrays uncounted; the parallel loops
+(_stage_block, _seed_block, _propagate_block, _exit_block, _check_block)
+are therefore compiled without numba's runtime (hot_kernel: they allocate
+nothing), which leaves their arrays uncounted; the parallel loops
 count each array once a block.
 """
 
@@ -356,9 +356,13 @@ def _plan_run(mover, plan):
 
 @hot_kernel
 def _exit_block(seeds, lo, start, stop, values, counts, lined, flat, starts, use, first, rows, where, gains, owners,
-                plan):
-    """The exits of ranks start..stop-1, held at rank - lo (see exit_pass);
-    returns the look-ups made.
+                plan, offsets, order, base, ask):
+    """The exits of file ranks start..stop-1, held at rank - lo (see
+    exit_pass); returns the look-ups made. A child is found at starts[its
+    layer] + its rank in `order` (offsets: index.order_offsets(order)).
+    With `ask` nothing is looked up: the captures are left in where, gains
+    and owners from index `base` on, for their children's owners to answer
+    (exit_requests); the returned count says how many.
 
     The ranks come in runs that share the mover's row (index.unrank_row):
     what each house's sowing does to that row, where its last seed lands,
@@ -410,7 +414,8 @@ def _exit_block(seeds, lo, start, stop, values, counts, lined, flat, starts, use
                 if general:
                     captured, child_mover, child_opponent = play(mover, opponent, house)
                     if captured > 0 and use[seeds - captured]:
-                        at = child_at(captured, child_mover, child_opponent, seeds, starts)
+                        at = starts[seeds - captured] + index.rank_packed_in(child_mover, child_opponent,
+                                                                             seeds - captured, order)
                 else:
                     # Sown, the opponent's row; the chain of 2s and 3s back from the landing lane is taken,
                     # unless that is every seed of the row (a grand slam captures nothing).
@@ -432,21 +437,24 @@ def _exit_block(seeds, lo, start, stop, values, counts, lined, flat, starts, use
                         child_seeds = seeds - captured
                         left = plan[2 * ROW + house]
                         child_mover_seeds = child_seeds - left
-                        at = (starts[child_seeds] + index.LAYER_OFFSET[child_seeds, child_mover_seeds]
+                        at = (starts[child_seeds] + offsets[child_seeds, child_mover_seeds]
                               + index.row_rank(child_mover, child_mover_seeds, index.ANY_ROW)
                               * index.OPPONENT_ROWS[left] + plan[3 * ROW + house])
                 if captured == 0:
                     children += 1  # a grand slam: it captures nothing
                 elif use[seeds - captured]:
-                    prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
-                    where[asked] = at
-                    gains[asked] = captured
-                    owners[asked] = at_value
+                    if not ask:
+                        prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+                    where[base + asked] = at
+                    gains[base + asked] = captured
+                    owners[base + asked] = at_value
                     asked += 1
             if first:
                 values[at_value] = pending(NO_EXIT)
-                counts[count_at(lined, rank - lo)] |= np.uint8(children << ((rank & 1) << 2))
+                counts[count_at(lined, rank - lo)] |= np.uint8(children << (((rank - lo) & 1) << 2))
         run = run_stop
+    if ask:
+        return asked
     for j in range(asked):
         exit = gains[j] - np.int64(flat[where[j]])
         if exit > pending_exit(values[owners[j]]):
@@ -495,50 +503,12 @@ def exit_pass(
                 break
             start = lo + block * BLOCK
             asked[slot] += _exit_block(seeds, lo, start, min(lo + size, start + BLOCK), values, counts, lined, flat,
-                                       starts, use, first, rows, where[slot], gains[slot], owners[slot], plans[slot])
+                                       starts, use, first, rows, where[slot], gains[slot], owners[slot], plans[slot],
+                                       index.LAYER_OFFSET, index.FILE_ORDER, 0, False)
     return asked.sum()
 
 
 RANK_BITS = 40  # an exit request names the child as layer << RANK_BITS | rank (a layer has < 2**38 positions)
-
-
-@hot_kernel
-def _request_block(seeds, lo, start, first, last, values, counts, rows, keys, gains, order):
-    """exit_requests for ranks first..last-1."""
-    at = index.file_rank(seeds, first, order)
-    mover, opponent = index.unrank_fast(seeds, at, rows[0], rows[1], rows[2], rows[3])
-    for rank in range(first, last):
-        if rank > first:  # walked to the file's next position, unless the order starts another group here
-            wanted = index.file_rank(seeds, rank, order)
-            if wanted != at + 1:
-                mover, opponent = index.unrank_fast(seeds, wanted, rows[0], rows[1], rows[2], rows[3])
-            at = wanted
-        local = rank - lo
-        slot = (rank - start) * ROW
-        mask = legal_mask(mover, opponent)
-        for house in range(ROW):
-            keys[slot + house] = -1
-        # Only a move whose last seed makes a 2 or a 3 can capture: the others are not sown.
-        candidates = capture_candidates(mover, opponent) & mask
-        children = MOVES_IN[mask & ~candidates]
-        while candidates:
-            house = _lowest_bit(candidates)
-            candidates &= candidates - 1
-            captured, child_mover, child_opponent = play(mover, opponent, house)
-            if captured > 0:
-                child_seeds = seeds - captured
-                child = index.rank_packed_in(child_mover, child_opponent, child_seeds, order)
-                keys[slot + house] = (np.int64(child_seeds) << RANK_BITS) | child
-                gains[slot + house] = captured
-            else:
-                children += 1  # a grand slam captures nothing
-        if mask == 0:
-            values[value_at(True, local)] = pending(terminal_value(mover, opponent))
-        else:
-            values[value_at(True, local)] = pending(NO_EXIT)
-            counts[count_at(True, local)] |= np.uint8(children << ((local & 1) << 2))
-        if rank + 1 < last:
-            _ok, mover, opponent = index.next_packed(mover, opponent, seeds)
 
 
 @njit(cache=True, parallel=True)
@@ -552,41 +522,63 @@ def exit_requests(
     rows: tuple[np.ndarray, ...],
     keys: np.ndarray,
     gains: np.ndarray,
+    owners: np.ndarray,
+    asked: np.ndarray,
     order: int = index.FILE_ORDER,
 ) -> None:
     """The exit pass of a slice whose smaller layers are spread over processes.
 
     For ranks start..stop-1 in `order` (values and counts one array in the
     lined layout, local rank 0 being rank lo; start - lo a multiple of
-    BLOCK; children ranked in the same order) it writes what the first exit_pass writes, except that the
-    captures are not looked up: a terminal position gets its value's
-    pending code, any other NO_EXIT's and its count of non-capturing
-    children, and each capturing move becomes a request for its child's
-    owner: keys[ROW * i + house] = child layer << RANK_BITS | child rank and
-    gains[...] = seeds captured, i being rank - start (-1 where there is
-    none). raise_exits() then applies the answers.
+    BLOCK; children ranked in the same order) it writes what the first
+    exit_pass writes, except that the captures are not looked up: a
+    terminal position gets its value's pending code, any other NO_EXIT's
+    and its count of non-capturing children, and each capture becomes a
+    request for its child's owner. Block b (ranks start + b * BLOCK..)
+    leaves asked[b] requests from index b * BLOCK * ROW on: keys[j] = child
+    layer << RANK_BITS | child rank, gains[j] = seeds captured, owners[j] =
+    where the capturing position's pending code lies in `values`.
+    raise_exits() then applies the answers. The positions are generated as
+    exit_pass generates them (_exit_block, a run of the mover's row at a
+    time), over the runs of the file that `order` is made of.
     """
     blocks = (stop - start + BLOCK - 1) // BLOCK
     counter = np.zeros(1, dtype=np.int64)
-    for _slot in prange(WORK_SLOTS):
+    starts = np.arange(index.MAX_SEEDS + 1, dtype=np.int64) << RANK_BITS  # a child's key: its layer, then its rank
+    use = np.ones(index.MAX_SEEDS + 1, dtype=np.bool_)
+    flat = np.zeros(1, dtype=np.int8)  # nothing is read
+    offsets = index.order_offsets(order)
+    plans = np.zeros((WORK_SLOTS, PLAN_WORDS), dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
         while True:
             block = _take(counter, 1)
             if block >= blocks:
                 break
-            _request_block(seeds, lo, start, start + block * BLOCK, min(stop, start + (block + 1) * BLOCK), values,
-                           counts, rows, keys, gains, order)
+            rank = start + block * BLOCK
+            last = min(stop, rank + BLOCK)
+            base = block * BLOCK * ROW
+            found = 0
+            while rank < last:  # the block's runs of the file
+                first_in_file, run_end = index.file_run(seeds, rank, order)
+                end = min(last, run_end)
+                found += _exit_block(seeds, first_in_file - (rank - lo), first_in_file, first_in_file + end - rank,
+                                     values, counts, True, flat, starts, use, True, rows, keys, gains, owners,
+                                     plans[slot], offsets, order, base + found, True)
+                rank = end
+            asked[block] = found
 
 
 @njit(cache=True)
-def raise_exits(values: np.ndarray, base: int, slots: np.ndarray, gains: np.ndarray, answers: np.ndarray) -> None:
-    """Apply answered exit requests: slot slots[j] of exit_requests' keys
-    (position base + slots[j] // ROW, a local rank of a slice in the lined
+def raise_exits(values: np.ndarray, slots: np.ndarray, gains: np.ndarray, owners: np.ndarray,
+                answers: np.ndarray) -> None:
+    """Apply answered exit requests: request slots[j] of exit_requests (its
+    position's pending code at values[owners[slots[j]]], in the lined
     layout) captured gains[slots[j]] seeds into a child worth answers[j];
-    its pending code is raised to the best capture (as best_capture keeps
+    the pending code is raised to the best capture (as best_capture keeps
     it)."""
     for j in range(slots.shape[0]):
         exit = np.int64(gains[slots[j]]) - np.int64(answers[j])
-        at = value_at(True, base + slots[j] // ROW)
+        at = owners[slots[j]]
         if exit > pending_exit(values[at]):
             values[at] = pending(exit)
 

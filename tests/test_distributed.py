@@ -53,23 +53,27 @@ def _key(seeds, where):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 7), st.lists(st.one_of(st.none(), st.tuples(st.integers(0, 16),
-                                                                   st.floats(0, 1, exclude_max=True))), max_size=300),
-       st.integers(0, 5))
-def test_requests_go_to_the_owner_of_their_child_and_keep_their_order(processes, picks, unread):
-    # Keys as exit_requests leaves them: -1 where a move asks nothing, and a
-    # tail past `count` that is not read.
+@given(st.integers(1, 7), st.lists(st.lists(st.tuples(st.integers(0, 16), st.floats(0, 1, exclude_max=True)),
+                                            max_size=8), max_size=40),
+       st.integers(8, 10))
+def test_requests_go_to_the_owner_of_their_child_and_keep_their_order(processes, blocks, stride):
+    # Keys as exit_requests leaves them: block b's requests from b * stride
+    # on, asked[b] of them, and the rest of its room not read (here -7).
     bounds = distributed.all_bounds(16, processes)
-    keys = np.array([-1 if pick is None else _key(*pick)
-                     for pick in picks] + [0] * unread, dtype=np.int64)
-    requests, slots, counts = distributed.route_requests(keys, len(picks), bounds, processes)
+    keys = np.full(max(1, len(blocks)) * stride, -7, dtype=np.int64)
+    asked = np.array([len(picks) for picks in blocks], dtype=np.int64)
+    written = []
+    for block, picks in enumerate(blocks):
+        for j, pick in enumerate(picks):
+            keys[block * stride + j] = _key(*pick)
+            written.append(block * stride + j)
+    requests, slots, counts = distributed.route_requests(keys, asked, stride, bounds, processes)
     owners = []
-    for key in keys[: len(picks)][keys[: len(picks)] >= 0]:
+    for key in keys[written]:
         seeds, rank = key >> retrograde.RANK_BITS, key & ((1 << retrograde.RANK_BITS) - 1)
         owners.append(int(np.searchsorted(bounds[seeds, : processes + 1], rank, side="right")) - 1)
-    asked = np.flatnonzero(keys[: len(picks)] >= 0)
     order = np.argsort(np.array(owners, dtype=np.int64), kind="stable")  # stable: their order kept within a group
-    assert slots.tolist() == asked[order].tolist()
+    assert slots.tolist() == np.array(written, dtype=np.int64)[order].tolist()
     assert requests.tolist() == keys[slots].tolist()
     assert counts.tolist() == np.bincount(np.array(owners, dtype=np.int64), minlength=processes).tolist()
     for p, (first, last) in enumerate(zip(np.cumsum(counts) - counts, np.cumsum(counts))):

@@ -167,6 +167,10 @@ def test_pieces_of_the_order_and_of_the_file_are_the_same_runs(seeds, where, sha
         for first, in_file, length in by_order:
             for at in (first, first + length - 1):  # each run is one run of the file
                 assert index.file_rank(seeds, at, order) == in_file + at - first
+                # file_run (the exit kernels' walk) sees the same run, and where it ends
+                run_first, run_end = index.file_run(seeds, at, order)
+                assert run_first == in_file + at - first and run_end >= first + length
+                assert run_end == first + length or first + length == stop
         in_file = index.file_pieces(seeds, start, stop, order)
         assert sum(length for _, _, length in in_file) == stop - start
         for first, file_first, length in in_file:
