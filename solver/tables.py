@@ -176,7 +176,7 @@ def write_table(directory: str, seeds: int, values: Any, build_seconds: float = 
                 extra: dict[str, Any] | None = None, counts: np.ndarray | None = None) -> str:
     """Write layer `seeds` atomically: an exclusively created temporary file,
     written a slice at a time straight from `values`, then a rename. Its
-    chunks are deflated on as many threads as numba has (_filtered_chunk).
+    chunks are deflated on as many threads as numba has (filtered_chunk).
 
     `values` is an int8 array, or anything with that shape and dtype whose
     slices ``values[start:stop]`` give arrays (a distributed build gathers
@@ -275,7 +275,7 @@ def read_file_nofollow(path: str, limit: int) -> bytes:
 GZIP_LEVEL = 4  # the values dataset's deflate level
 
 
-def _filtered_chunk(chunk: int, piece: np.ndarray, offset: int) -> tuple[bytes, int]:
+def filtered_chunk(chunk: int, piece: np.ndarray, offset: int) -> tuple[bytes, int]:
     """(chunk `chunk` as HDF5 stores it: its CHUNK values, the last one
     padded with FILL_VALUE, deflated at GZIP_LEVEL, then its Fletcher-32 in
     4 little-endian bytes; the CRC-32 of its values, chunk_crc) for the
@@ -332,14 +332,20 @@ def _write_layer(target, seeds, size, values, build_seconds, extra, counts):
             fillvalue=FILL_VALUE,
         )
         crcs = np.zeros(chunks, dtype="<u4")
+        # A source that filters its chunks itself (a distributed build's, on
+        # every process) hands them over a slice at a time.
+        filtered = getattr(values, "filtered_chunks", None)
         with concurrent.futures.ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
             for start in range(0, size, SLICE):
                 if target.error is not None:
                     raise target.error  # the disk is full: stop here (h5py still closes the file)
-                piece = np.ascontiguousarray(values[start : start + SLICE])
-                offsets = range(0, piece.shape[0], CHUNK)
-                numbers = [(start + offset) // CHUNK for offset in offsets]
-                for number, (data, crc) in zip(numbers, pool.map(_filtered_chunk, numbers, repeat(piece), offsets)):
+                numbers = range(start // CHUNK, (min(size, start + SLICE) + CHUNK - 1) // CHUNK)
+                if filtered is not None:
+                    done = filtered(start, min(size, start + SLICE))
+                else:
+                    piece = np.ascontiguousarray(values[start : start + SLICE])
+                    done = pool.map(filtered_chunk, numbers, repeat(piece), range(0, piece.shape[0], CHUNK))
+                for number, (data, crc) in zip(numbers, done):
                     dataset.id.write_direct_chunk((number * CHUNK,), data)
                     crcs[number] = crc
         handle.create_dataset(CRC_DATASET, data=crcs)
