@@ -28,7 +28,7 @@ layers 0..N built once by one process with T threads and once by
 cores), each under /usr/bin/time -v for the peak RSS; it prints both runs'
 per-layer rows, then the overhead ratio (distributed / single seconds),
 the bytes exchanged per position, the share of time spent communicating,
-and whether every layer's values agree.
+and whether every layer's values agree. --memory is then each process's budget.
 
 --layer K --dir D solves layer K alone, in memory, over the smaller layers
 D holds (nothing is written), and prints its stats, the SHA-256 of its
@@ -99,13 +99,16 @@ def _digest(directory, seeds):
     return hashlib.sha256(tables.load_values(directory, seeds).tobytes()).hexdigest()
 
 
-def compare_processes(max_seeds, processes, threads):
-    """The single-process build against `mpiexec -n processes`, on the same cores."""
+def compare_processes(max_seeds, processes, threads, memory=None):
+    """The single-process build against `mpiexec -n processes`, on the same
+    cores; `memory` (e.g. 3G) is each process's budget when given."""
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         sys.exit("--processes needs mpiexec (pip install 'awele[mpi]')")
     each = max(1, threads // processes)
     awele = [sys.executable, "-m", "solver", "build", "--max-seeds", str(max_seeds)]
+    if memory:
+        awele += ["--memory", memory]
     with tempfile.TemporaryDirectory(prefix="awele-bench-") as scratch:
         single_dir, many_dir = os.path.join(scratch, "single"), os.path.join(scratch, "many")
         single, single_seconds, single_peak = _timed_build(awele + ["--threads", str(threads)], single_dir)
@@ -217,7 +220,7 @@ def main():
         one_layer(args.layer, args.dir, args.threads)
         return
     if args.processes:
-        compare_processes(args.max_seeds, args.processes, args.threads)
+        compare_processes(args.max_seeds, args.processes, args.threads, args.memory)
         return
     budget = plan.parse_memory(args.memory) if args.memory else plan.default_budget()
     ceiling = None
