@@ -27,6 +27,7 @@ from solver.evaluation import (
     PATTERN_VERSION,
     WINDOWS_START,
     board_estimates,
+    default_weights_path,
     load_weights,
     pattern_columns,
     save_weights,
@@ -271,3 +272,18 @@ def test_fit_evaluation_patterns_refuses_bad_arguments(table_dir):
         result = CliRunner().invoke(cli, ["fit-evaluation", "--kind", "patterns", "--dir", table_dir,
                                           "--fit-layers", "6-10", "--holdout", "11", *args])
         assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_the_shipped_pattern_file_loads_and_beat_the_linear_leaf_where_it_was_held_out():
+    # solver/data/evaluation-v2-patterns.json: the fit of docs/EVALUATION.md, kept beside the
+    # default linear weights; it passes every check a weights file gets, and the report it
+    # carries says it was measured above the layers it was fitted on.
+    path = os.path.join(os.path.dirname(default_weights_path()), "evaluation-v2-patterns.json")
+    weights = load_weights(path)
+    assert weights.shape == (PATTERN_SIZE,) and np.any(weights != 0)
+    with open(path) as handle:
+        fit = json.load(handle)["fit"]
+    assert min(fit["holdout_layers"]) > max(fit["fit_layers"])
+    for kind in ("games", "drawn"):
+        held = fit["holdout_pooled"][kind]
+        assert held["patterns_rmse"] < held["linear_rmse"] < held["zero_rmse"]

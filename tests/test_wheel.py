@@ -14,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_FILES = [
     "solver/py.typed",
     "solver/data/evaluation-v1.json",
+    "solver/data/evaluation-v2-patterns.json",
     "solver/web/static/index.html",
     "solver/web/static/app.js",
     "solver/web/static/style.css",
