@@ -190,13 +190,20 @@ def test_the_api_says_the_same_of_a_budget_that_builds_nothing(tmp_path):
 # Builds stopped by a signal --------------------------------------------------------
 
 
+def _ctrl_c_as_a_terminal_sends_it():
+    # In the child, before it runs: SIGINT's default action. A test run started as a
+    # background job (`pytest &`) has SIGINT ignored, and a child inherits that (Python then
+    # leaves it ignored), where a build that a user stops with Ctrl-C has it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _build_until_a_layer_is_written(folder, stop):
     """`awele build --max-seeds 14` in `folder` (layers 0..12 there), sent
     signal `stop` the moment a layer's temporary file appears: it is then
     writing that layer. Returns (status, stderr)."""
     process = subprocess.Popen([sys.executable, "-m", "solver", "build", "--max-seeds", "14", "--dir", folder,
                                 "--quiet", "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+                               text=True, preexec_fn=_ctrl_c_as_a_terminal_sends_it)
     try:
         while process.poll() is None and not any(tables.TEMPORARY_SUFFIX + "-" in n for n in os.listdir(folder)):
             time.sleep(0.001)
@@ -282,7 +289,8 @@ def test_a_stop_swallowed_on_its_way_is_still_honoured_when_the_build_ends(stop)
     program = ("import os, signal\nfrom solver import build\nwith build.stopping_signals():\n"
                f"    try:\n        os.kill(os.getpid(), {int(stop)})\n    except KeyboardInterrupt:\n        pass\n"
                "    print('went on', flush=True)\nprint('not reached', flush=True)\n")
-    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+                            preexec_fn=_ctrl_c_as_a_terminal_sends_it)
     assert result.stdout == "went on\n" and result.returncode == -stop, result.stderr
 
 
