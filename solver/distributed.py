@@ -791,13 +791,20 @@ def _gather_window(exchange, local, bounds, seeds, start, stop):
     arrived = exchange.gather_piece(piece, counts)
     if arrived is None:
         return None
-    window = np.empty(stop - start, dtype=np.int8)
+    return _lay_runs(pieces, arrived, counts, stop - start)
+
+
+def _lay_runs(pieces, arrived, counts, length):
+    """A window of the file from what arrived, grouped by sender (counts[p]
+    values from process p, each sender's runs in the window's order):
+    every run of `pieces` (window_pieces') laid where it belongs."""
+    window = np.empty(length, dtype=np.int8)
     taken = _offsets(counts)  # where each process's next run lies in what arrived
     at = 0
-    for owner, _first, length in pieces:
-        window[at : at + length] = arrived[taken[owner] : taken[owner] + length]
-        taken[owner] += length
-        at += length
+    for owner, _first, run in pieces:
+        window[at : at + run] = arrived[taken[owner] : taken[owner] + run]
+        taken[owner] += run
+        at += run
     return window
 
 
@@ -834,13 +841,7 @@ def _filter_round(exchange: Exchange, local: np.ndarray, bounds: np.ndarray, see
     sent = np.ascontiguousarray(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int8)
     arrived, came = exchange.alltoallv(sent, counts)
     start, stop = windows[rank]
-    window = np.empty(stop - start, dtype=np.int8)
-    taken = _offsets(came)  # where each process's next run lies in what arrived
-    at = 0
-    for owner, _run_first, length in window_pieces(seeds, bounds, start, stop):
-        window[at : at + length] = arrived[taken[owner] : taken[owner] + length]
-        taken[owner] += length
-        at += length
+    window = _lay_runs(window_pieces(seeds, bounds, start, stop), arrived, came, stop - start)
     numbers = range(start // tables.CHUNK, (stop + tables.CHUNK - 1) // tables.CHUNK)
     with concurrent.futures.ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
         chunks = list(pool.map(tables.filtered_chunk, numbers, repeat(window), range(0, stop - start, tables.CHUNK)))
