@@ -720,7 +720,7 @@ class SliceSolver:
                 with contextlib.suppress(OSError):
                     self._area.madvise(mmap.MADV_DONTNEED, first * retrograde.LINE, (last - first) * retrograde.LINE)
         self.state = self.counts = self.value_words = None  # type: ignore[assignment]
-        self._area.close()
+        retrograde.release(self._area)
         return {
             "exit_bytes": exit_bytes,
             "stage_bytes": self.exchange.bytes_sent - before - exit_bytes,

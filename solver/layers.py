@@ -16,6 +16,8 @@ position (`value_packed`, one ply of look-up outside the index) and a
 position the search may also know from a solved component (`known_value`).
 """
 
+import contextlib
+import gc
 import mmap
 import os
 import threading
@@ -42,6 +44,20 @@ def _reserve(size: int) -> tuple[mmap.mmap, np.ndarray]:
     except OSError:
         area = mmap.mmap(-1, size, flags=flags)
     return area, np.frombuffer(area, dtype=np.int8)
+
+
+def _release(area: mmap.mmap) -> None:
+    """Unmap a working area whose arrays were dropped. A view that a reference
+    cycle still holds until the next collection makes close() raise (a CI run
+    met one after a sliced layer was done): collect once and try again, and
+    otherwise leave the unmapping to the last view's end. The callers gave the
+    pages back already (MADV_DONTNEED), so nothing stays resident meanwhile."""
+    try:
+        area.close()
+    except BufferError:
+        gc.collect()
+        with contextlib.suppress(BufferError):
+            area.close()
 
 
 def available_memory() -> int:

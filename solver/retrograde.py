@@ -116,6 +116,7 @@ from .intrinsics import (
     trailing_zeros,
 )
 from .layers import LayerStore, byte_histogram, move_value
+from .layers import _release as release  # and its end, safe when a cycle still holds a view
 from .layers import _reserve as reserve  # the store's lazily backed mapping, for the working lines
 from .rules import (
     LAP_MASKS,
@@ -1899,7 +1900,7 @@ class LayerSolver:
                     self._area.madvise(mmap.MADV_DONTNEED, first * LINE, (last - first) * LINE)
         # Freed once solved (solve() runs once): the arrays first, as they hold the mapping's buffer.
         self.values = self.counts = self.value_words = None  # type: ignore[assignment]
-        self._area.close()
+        release(self._area)
         self.store.mark_loaded(seeds)
         stage_seconds = time.perf_counter() - started
         return {

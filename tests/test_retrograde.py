@@ -375,3 +375,30 @@ def test_cli_reports_damaged_tables_in_one_line(table_dir, tmp_path):
     result = runner.invoke(cli, ["verify", "--dir", str(tmp_path), "--seeds", "7"])
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1 and "awele-07.h5" in result.output
+
+
+def test_a_working_area_is_released_even_while_a_cycle_still_holds_a_view():
+    # The working state's mapping is closed once its arrays are dropped; a view
+    # a reference cycle still holds (so alive until the next collection) made
+    # close() raise BufferError and failed a build that had finished its layer.
+    import gc
+
+    area, values = retrograde.reserve(1 << 16)
+    values[:] = 7
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.view, holder.me = values[10:20], holder  # a cycle: only the collector frees it
+    del holder, values
+    gc.disable()
+    try:
+        retrograde.release(area)
+    finally:
+        gc.enable()
+    assert area.closed
+    # A view nobody drops leaves the mapping to its end, and no error.
+    area, values = retrograde.reserve(1 << 16)
+    retrograde.release(area)
+    assert not area.closed and int(values.sum()) == 0
