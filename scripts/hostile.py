@@ -718,11 +718,11 @@ def bad_weights_files(work):
     """{case: the file name} of weights files no search may use."""
     import json as _json
 
-    from solver.evaluation import default_weights_path
+    from solver.evaluation import linear_weights_path
 
     folder = os.path.join(work, "weights")
     os.makedirs(folder, exist_ok=True)
-    with open(default_weights_path()) as handle:
+    with open(linear_weights_path()) as handle:
         text = handle.read()
     data = _json.loads(text)
     contents = {

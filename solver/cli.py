@@ -1325,7 +1325,7 @@ def _fit_output(context, parameter, value):
 @_directory_option
 @click.option("--kind", type=click.Choice(["linear", "patterns"]), default="linear", show_default=True,
               help="linear: the ten features (a version 1 file); patterns: the features and pattern tables per "
-                   "band of seeds (a version 2 file, fitted by ridge least squares).")
+                   "band of seeds (a version 2 file, fitted by ridge least squares: the default leaf's kind).")
 @click.option("--fit-layers", default=None,
               help="Layers to fit on, e.g. 8-24 (default: from 8 up to the held-out ones).")
 @click.option("--holdout", default=None,
@@ -1344,8 +1344,8 @@ def _fit_output(context, parameter, value):
 @click.option("--seed", type=int, default=1, show_default=True, callback=_fit_number,
               help="Random seed of the playouts (0..2**32-1).")
 @click.option("--out", default=None, callback=_fit_output,
-              help="Write the weights file here (e.g. solver/data/evaluation-v1.json), atomically and never "
-                   "through a link; default: report only.")
+              help="Write the weights file here (the shipped ones: solver/data/evaluation-v2-patterns.json, "
+                   "evaluation-v1.json), atomically and never through a link; default: report only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fit report as JSON.")
 def fit_evaluation(directory: str | None, kind: str, fit_layers: str | None, holdout: str | None, games: int,
                    per_layer: int, per_seed: bool, drawn: int, ridge: float, seed: int, out: str | None,

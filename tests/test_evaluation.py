@@ -26,6 +26,7 @@ from solver.evaluation import (
     default_weights_path,
     evaluate,
     features,
+    linear_weights_path,
     load_weights,
     save_weights,
 )
@@ -35,6 +36,13 @@ from solver.rules import house_seeds, legal_mask, pack, play, row_seeds
 from solver.search import Searcher
 
 FIT_LAYERS = list(range(4, 11))
+
+
+def linear_weights():
+    """The shipped linear weights (version 1; the default leaf is the pattern file)."""
+    return load_weights(linear_weights_path())
+
+
 HOLDOUT_LAYERS = [11, 12]
 
 
@@ -121,6 +129,7 @@ def reference_estimates(boards, weights, out):
         out[i] = max(-values[1], min(values[1], np.floor(total + 0.5)))
 
 
+@pytest.mark.slow  # 10-50 s: CI runs it on its own line (.ci/run)
 @settings(max_examples=200, deadline=None)
 @given(boards_of(48))
 def test_features_match_the_naive_version(board):
@@ -142,6 +151,7 @@ def test_board_features_match_features_one_by_one():
         assert row.tolist() == naive_features(board)
 
 
+@pytest.mark.slow  # 10-50 s: CI runs it on its own line (.ci/run)
 @settings(max_examples=200, deadline=None)
 @given(boards_of(48), st.lists(st.floats(-50, 50), min_size=2 * FEATURE_COUNT, max_size=2 * FEATURE_COUNT))
 def test_evaluate_is_a_rounded_weighted_sum_within_the_seeds(board, weights):
@@ -164,7 +174,7 @@ def test_evaluate_is_a_rounded_weighted_sum_within_the_seeds(board, weights):
                                                max_size=2 * FEATURE_COUNT)))
 def test_evaluate_is_exactly_the_formula(board, weights):
     """Not a rounding off: the estimate is that of the formula, to the seed."""
-    weights = load_weights() if weights == "shipped" else np.array(weights)
+    weights = linear_weights() if weights == "shipped" else np.array(weights)
     mover, opponent = pack(np.array(board, dtype=np.uint8))
     assert evaluate(mover, opponent, weights) == naive_estimate(board, weights)
 
@@ -178,20 +188,19 @@ def test_evaluate_matches_the_reference_on_a_big_sample():
     spread = rng.multinomial(48, np.full(12, 1 / 12), size=200_000)
     heaped = np.floor(rng.dirichlet(np.full(12, 0.2), size=200_000) * rng.integers(1, 49, size=(200_000, 1)))
     boards = np.vstack([played, np.minimum(spread, rng.integers(0, 30, size=spread.shape)), heaped]).astype(np.uint8)
-    varying = np.concatenate([load_weights()[:FEATURE_COUNT], rng.normal(0, 2, FEATURE_COUNT)])
-    for weights in (load_weights(), varying):
+    varying = np.concatenate([linear_weights()[:FEATURE_COUNT], rng.normal(0, 2, FEATURE_COUNT)])
+    for weights in (linear_weights(), varying):
         expected = np.empty(boards.shape[0], np.int64)
         reference_estimates(boards, weights, expected)
         assert np.array_equal(board_estimates(boards, weights), expected)
 
 
 def test_shipped_weights_load_and_match_their_version():
-    weights = load_weights()
+    # The linear weights, shipped beside the default pattern ones (test_patterns).
+    weights = load_weights(linear_weights_path())
     assert weights.shape == (2 * FEATURE_COUNT,)
     assert np.any(weights != 0)
-    from solver.evaluation import default_weights_path
-
-    with open(default_weights_path()) as handle:
+    with open(linear_weights_path()) as handle:
         data = json.load(handle)
     assert data["version"] == WEIGHTS_VERSION
     assert data["features"] == list(FEATURES)
@@ -287,7 +296,7 @@ def test_unknown_evaluation_is_refused(table_dir):
 
 
 def shipped_data():
-    with open(default_weights_path()) as handle:
+    with open(linear_weights_path()) as handle:
         return json.load(handle)
 
 
@@ -344,8 +353,8 @@ def test_a_weights_file_not_in_the_formats_exact_shape_is_refused(tmp_path, case
 def test_the_shipped_file_passes_the_checks_and_round_trips(tmp_path):
     path = tmp_path / "copy.json"
     path.write_text(json.dumps(shipped_data()))
-    assert load_weights(path).tolist() == load_weights().tolist()
-    save_weights(path, load_weights(), {"any": "report"})
+    assert load_weights(path).tolist() == linear_weights().tolist()
+    save_weights(path, load_weights(), {"any": "report"})  # the default, the pattern weights
     assert load_weights(path).tolist() == load_weights().tolist()
 
 
@@ -460,6 +469,7 @@ def test_fit_evaluation_writes_its_output_exclusively_and_leaves_nothing_on_fail
     assert sorted(os.listdir(tmp_path)) == before
 
 
+@pytest.mark.slow  # 10-50 s: CI runs it on its own line (.ci/run)
 def test_ctrl_c_stops_a_fit_and_writes_nothing(table_dir, tmp_path):
     import signal
     import subprocess

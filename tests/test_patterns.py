@@ -274,13 +274,15 @@ def test_fit_evaluation_patterns_refuses_bad_arguments(table_dir):
         assert result.exit_code == 2 and message in result.output, result.output
 
 
-def test_the_shipped_pattern_file_loads_and_beat_the_linear_leaf_where_it_was_held_out():
-    # solver/data/evaluation-v2-patterns.json: the fit of docs/EVALUATION.md, kept beside the
-    # default linear weights; it passes every check a weights file gets, and the report it
-    # carries says it was measured above the layers it was fitted on.
+def test_the_shipped_pattern_file_is_the_default_and_beat_the_linear_leaf_where_it_was_held_out():
+    # solver/data/evaluation-v2-patterns.json: the fit of docs/EVALUATION.md, the default leaf
+    # (the linear weights ship beside it); it passes every check a weights file gets, and the
+    # report it carries says it was measured above the layers it was fitted on.
     path = os.path.join(os.path.dirname(default_weights_path()), "evaluation-v2-patterns.json")
+    assert os.path.samefile(path, default_weights_path())
     weights = load_weights(path)
     assert weights.shape == (PATTERN_SIZE,) and np.any(weights != 0)
+    assert np.array_equal(load_weights(), weights)
     with open(path) as handle:
         fit = json.load(handle)["fit"]
     assert min(fit["holdout_layers"]) > max(fit["fit_layers"])

@@ -377,10 +377,10 @@ def test_uci_answers_without_loading_the_kernels(tmp_path):
 
 
 def test_the_evaluation_file_option_takes_only_a_weights_file(tmp_path):
-    from solver.evaluation import default_weights_path, load_weights
+    from solver.evaluation import linear_weights_path, load_weights
 
     weights = tmp_path / "weights.json"
-    data = open(default_weights_path()).read()
+    data = open(linear_weights_path()).read()
     weights.write_text(data.replace("-2.50558", "-2.0"))
     absurd = tmp_path / "absurd.json"
     absurd.write_text(data.replace("-2.50558", "1e19"))
