@@ -5,9 +5,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow  # 10-50 s: CI runs it on its own line (.ci/run)
 def test_the_engine_inputs_group_holds_every_case(tmp_path):
     """UCI lines no GUI should send, weights files that are no weights, the
     fit's arguments and output, match specs that make no sense (issue 39)."""

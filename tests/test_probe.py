@@ -51,6 +51,7 @@ def naive_move_values(board):
     return result
 
 
+@pytest.mark.slow  # 10-50 s: CI runs it on its own line (.ci/run)
 def test_values_and_best_moves_agree_with_the_naive_solver(tablebase):
     rng = random.Random(7)
     for seeds in range(NAIVE_LAYERS + 1):

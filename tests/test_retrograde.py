@@ -192,6 +192,7 @@ def test_each_predecessor_reaches_the_position_by_a_quiet_move(seeds_rank):
         assert any(naive_play(parent_board, house) == (0, tuple(board)) for house in naive_legal_moves(parent_board))
 
 
+@pytest.mark.slow  # 10-50 s: CI runs it on its own line (.ci/run)
 def test_the_stage_kernels_count_no_array_references_in_their_loops():
     """The kernels a layer's stages and exits run per block are compiled
     without numba's runtime, so their inlined helpers do not incref and

@@ -277,6 +277,7 @@ def test_search_above_the_tables_says_whether_it_is_exact_and_caps_the_time(clie
     assert table["value"] == tablebase.value("0-1-2-0-1-1/2-0-1-0-0-1 S")
 
 
+@pytest.mark.slow  # 10-50 s: CI runs it on its own line (.ci/run)
 def test_awele_plays_perfect_moves_from_the_tables_and_searches_above(client, tablebase):
     rng = random.Random(8)
     progress_cases = searched = 0
