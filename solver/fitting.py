@@ -531,7 +531,8 @@ def fit_patterns(directory: str | os.PathLike, fit_layers: list[int], holdout_la
     if not np.all(np.isfinite(weights)) or np.any(np.abs(weights) > MAX_WEIGHT):
         raise EvaluationError(f"the fit gave weights beyond +-{MAX_WEIGHT:g}: raise the ridge or value more positions")
 
-    leaves = {"patterns": weights, "linear": load_weights(linear_weights_path()) if baseline is None else baseline, "zero": np.zeros(0)}
+    linear = load_weights(linear_weights_path()) if baseline is None else baseline
+    leaves = {"patterns": weights, "linear": linear, "zero": np.zeros(0)}
     names = list(leaves)
 
     def rows_of(layer: int, samples: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict[str, Any]]:
