@@ -321,7 +321,11 @@ class DiskLayer:
                 if resident is not None and resident[0] == part:
                     state = resident[1]
                 else:
-                    resident = None  # its memory goes before the next slice's comes
+                    # The last slice's memory goes before the next slice's comes: both
+                    # names let go of it (with `state` still holding it, layer 36's
+                    # exits held two slices, 4.3 GB over the budget, and were killed).
+                    resident = None
+                    state = np.zeros(0, dtype=np.int8)
                     if number > 0:
                         state = self._read_slice(part)
                     else:
