@@ -222,8 +222,8 @@ def features(mover: np.uint64, opponent: np.uint64) -> np.ndarray:
 @njit(cache=True, inline="always")
 def evaluate(mover: np.uint64, opponent: np.uint64, weights: np.ndarray) -> np.int64:
     """Estimated d of a packed position that is not over: the weighted
-    features (weights: the 2 * FEATURE_COUNT floats of load_weights), rounded
-    and clipped to [-n, n]."""
+    features (weights: either format's array of load_weights, see
+    evaluate_and_threat), rounded and clipped to [-n, n]."""
     return evaluate_and_threat(mover, opponent, weights)[0]
 
 
