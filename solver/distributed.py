@@ -3,8 +3,10 @@
 ``mpiexec -n P awele build --max-seeds N`` runs this. Each process owns a
 contiguous slice of every layer's ranks in the distance order
 (index.DISTANCE_ORDER: the file's groups of positions with m seeds on the
-mover's row listed by |2m - n|, so that a move, which swaps the rows, mostly
-stays in its slice), cut at multiples of retrograde.BLOCK, so P need not
+mover's row, m and n - m side by side in bands of one |2m - n|, so that a
+move, which swaps the rows, mostly stays in its slice; the bands listed so
+that every slice holds balanced and lopsided positions alike, whose stages
+differ), cut at multiples of retrograde.BLOCK, so P need not
 divide anything; it holds only its slices:
 the working state of its slice of the layer being built (the lined layout
 of retrograde, 1.52 bytes a position: a position's value byte and child
@@ -83,7 +85,7 @@ EXIT_BATCH = 1 << 19  # positions per round of exit requests (at most 6 requests
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 KILL_VARIABLE = "AWELE_TEST_KILL"  # "seeds:stage:process": that process kills itself after that checkpoint
 ORDER = index.DISTANCE_ORDER  # the order of the ranks that slices cut (and requests and updates name)
-ORDER_NAME = "distance"  # in a checkpoint's manifest: one cut in another order is not resumed
+ORDER_NAME = "distance-bands"  # in a checkpoint's manifest: a cut of another order ("distance") is not resumed
 LAYOUT_NAME = "lined"  # in a checkpoint's manifest: a state in the older plain layout is not resumed
 BAND_SNAP = 0.2  # a cut moves to a distance band's edge this close, as a share of a slice (slice_bounds)
 
@@ -313,8 +315,10 @@ def slice_bounds(size: int, processes: int, seeds: int | None = None) -> np.ndar
     a boundary between distance bands (the groups m and n - m of one
     |2m - n|) moves there: a move mostly goes from one group of a band to the
     other, so a cut between the two sends most of their moves across, while
-    one at the band's edge sends few (layer 24, two slices: 0.27 of the
-    in-layer moves cross at the middle, 0.16 at the band's edge at 0.44)."""
+    one at the band's edge sends few. Two slices are cut between the even
+    bands and the odd ones (index.band_key): exactly at the middle of an
+    even layer, near it in an odd one (0.17-0.20 of the in-layer moves cross
+    it at layers 18..26)."""
     block = retrograde.BLOCK
     cuts = [size * p // processes for p in range(processes)] + [size]
     if seeds is not None and processes > 1:

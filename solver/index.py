@@ -92,11 +92,37 @@ ROW_PREFIX, ANY_ROWS, OPPONENT_ROWS, LAYER_OFFSET = _build_tables()
 # the other (0.8 of the in-layer moves cross the middle rank at layers 18..26).
 # What a non-capturing move changes little is how far the split is from even,
 # |2m - n|: a move that sows nothing into the opponent's row keeps it. The
-# distance order lists the groups by that distance, m and n - m side by side,
-# so that slices cut from it keep most moves inside one slice (0.12-0.17 of
-# them cross the middle cut). Inside a group the two orders agree.
+# distance order keeps m and n - m side by side, a *band* of the order
+# (band b: |2m - n| // 2 = b), so that slices cut at band edges keep most
+# moves inside one slice.
+#
+# Which bands go together matters too: the stages resolve a lopsided
+# position (its mover's row much fuller or emptier than the other) early,
+# at a large |d|, and a balanced one late, so slices holding the bands in
+# the order of their distance worked unevenly, stage by stage (two slices:
+# the busier one had 1.14-1.22 times the mean work of a stage at layers
+# 14..20, counted). The bands are therefore listed by their number with its
+# bits reversed (BAND_BITS of them): even bands, then odd ones for two
+# slices; by the number modulo 4 for four. Each slice holds near and far
+# bands alike: 1.00-1.08 times the mean at layers 14..20 for two slices,
+# with 0.16-0.19 of the in-layer moves told of crossing the cut (0.11-0.14
+# with the bands by distance). Inside a group the order and the file agree.
 FILE_ORDER = 0  # ranks as in the files
-DISTANCE_ORDER = 1  # the groups by |2m - n|, then m
+DISTANCE_ORDER = 1  # the bands (m and n - m) in bit-reversed order of |2m - n| // 2, then m
+BAND_BITS = 5  # bits of a band's number (|2m - n| // 2 <= 24), reversed to order the bands
+
+
+def band_key(mover_seeds: int, seeds: int) -> int:
+    """Where the band of group m (mover_seeds) comes in layer n's distance
+    order: its number |2m - n| // 2 with its BAND_BITS bits reversed.
+
+    >>> [band_key(m, 8) for m in range(9)]  # bands 4 3 2 1 0 1 2 3 4
+    [4, 24, 8, 16, 0, 16, 8, 24, 4]
+    >>> [int(m) for m in ORDER_GROUPS[8, :9]]  # bands 0, 4, 2 (even), then 1, 3
+    [4, 0, 8, 2, 6, 3, 5, 1, 7]
+    """
+    band = abs(2 * mover_seeds - seeds) // 2
+    return int(format(band, f"0{BAND_BITS}b")[::-1], 2)
 
 
 def _build_distance_order():
@@ -109,7 +135,7 @@ def _build_distance_order():
     groups = np.zeros((seeds, seeds + 1), dtype=np.int64)
     for layer in range(seeds):
         at = 0
-        for j, (_distance, mover) in enumerate(sorted((abs(2 * m - layer), m) for m in range(layer + 1))):
+        for j, mover in enumerate(sorted(range(layer + 1), key=lambda m: (band_key(m, layer), m))):
             offsets[layer, mover] = starts[layer, j] = at
             groups[layer, j] = mover
             at += LAYER_OFFSET[layer, mover + 1] - LAYER_OFFSET[layer, mover]

@@ -104,6 +104,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+# The kernels take index's tables (rank offsets, the distance order of
+# 2026-12-05: bands interleaved) into their code as constants, and numba's
+# cache is keyed on this file alone: a change to those tables must come
+# with a change to this file, or a cached kernel keeps the old ones.
 from . import index
 from .intrinsics import (
     atomic_add,

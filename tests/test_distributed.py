@@ -127,6 +127,57 @@ def test_the_slices_hold_most_moves_of_a_layer_in_one_slice():
     assert crossing[index.DISTANCE_ORDER] < 0.25 * moves
 
 
+def _stage_work(table_dir, seeds, owner, sample=20_000):
+    """A stage's work in each of two slices, counted on a sample of the
+    in-layer moves parent -> child of layer `seeds`: the child, resolved at
+    stage |d|, has its predecessors found by its slice's owner (one unit)
+    and the parent is told of it by its own (one unit). `owner(rank)` gives
+    the slice of a file rank. Returns work[slice, stage]."""
+    size = index.layer_size(seeds)
+    values, _ = tables.load_slice(table_dir, seeds, 0, size)
+    work = np.zeros((2, seeds + 1), dtype=np.int64)
+    for board in index.unrank_boards(seeds, np.random.default_rng(5).integers(0, size, sample)):
+        mover, opponent = rules.pack(board)
+        parent = index.rank_packed(mover, opponent, seeds)
+        for house in range(6):
+            if not rules.legal_mask(mover, opponent) >> house & 1:
+                continue
+            captured, child_mover, child_opponent = rules.play(mover, opponent, house)
+            child = index.rank_packed(child_mover, child_opponent, seeds)
+            stage = abs(int(values[child]))
+            if captured or stage == 0:
+                continue
+            work[owner(child), stage] += 1
+            work[owner(parent), stage] += 1
+    return work
+
+
+def test_two_slices_share_every_stage_of_a_layer_evenly(table_dir):
+    # A stage ends when its busier slice is done, so the sum over the stages
+    # of the busier slice's work, against half the whole, is what the stages
+    # take against an even share. The distance order lists its bands (m and
+    # n - m) even ones first, then odd ones, so that each slice holds
+    # balanced and lopsided positions alike; bands listed by |2m - n| put
+    # the lopsided positions, resolved at the high stages, in one slice.
+    seeds = 12
+    size = index.layer_size(seeds)
+    cut = int(distributed.slice_bounds(size, 2, seeds)[1])
+    work = _stage_work(table_dir, seeds, lambda rank: int(index.rank_in(seeds, rank, index.DISTANCE_ORDER) >= cut))
+    assert work.max(axis=0).sum() / (work.sum() / 2) < 1.04
+    by_distance = sorted(range(seeds + 1), key=lambda m: (abs(2 * m - seeds), m))  # the bands by distance
+    starts, at = {}, 0
+    for m in by_distance:
+        starts[m], at = at, at + int(index.LAYER_OFFSET[seeds, m + 1] - index.LAYER_OFFSET[seeds, m])
+    middle = min((starts[m] for m in by_distance), key=lambda start: abs(start - size // 2))  # a group's edge
+
+    def distance_owner(rank):
+        m = int(np.searchsorted(index.LAYER_OFFSET[seeds, : seeds + 2], rank, side="right")) - 1
+        return int(starts[m] + rank - int(index.LAYER_OFFSET[seeds, m]) >= middle)
+
+    unbalanced = _stage_work(table_dir, seeds, distance_owner)
+    assert unbalanced.max(axis=0).sum() / (unbalanced.sum() / 2) > 1.08
+
+
 def test_the_slice_path_alone_gives_the_recorded_tables(tmp_path):
     # One process through the distributed code: requests, answers and rounds
     # of exits (a small batch makes many), the stage loop with its hooks.

@@ -140,12 +140,14 @@ def _ranks_in(seeds, boards, order):
     return ranks, back
 
 
-@pytest.mark.parametrize("seeds", [0, 1, 2, 7, 10])
-def test_the_distance_order_is_the_groups_sorted_by_distance_from_an_even_split(seeds):
-    # Naively: sort the layer's boards by |2m - n|, then m, then file rank.
+@pytest.mark.parametrize("seeds", [0, 1, 2, 7, 10, 11])
+def test_the_distance_order_is_the_bands_in_bit_reversed_order(seeds):
+    # Naively: sort the layer's boards by their band |2m - n| // 2 written in
+    # five bits and read backwards, then m, then file rank.
     boards = index.layer_boards(seeds, 0, index.layer_size(seeds))
     movers = boards[:, :6].astype(np.int64).sum(axis=1)
-    expected = np.lexsort((np.arange(len(boards)), movers, np.abs(2 * movers - seeds)))  # file ranks in that order
+    reversed_band = np.array([int(f"{abs(2 * m - seeds) // 2:05b}"[::-1], 2) for m in movers], dtype=np.int64)
+    expected = np.lexsort((np.arange(len(boards)), movers, reversed_band))  # file ranks in that order
     ranks, back = _ranks_in(seeds, boards, index.DISTANCE_ORDER)
     assert (np.argsort(ranks) == expected).all()
     assert (back == np.arange(len(boards))).all()
