@@ -610,6 +610,7 @@ class SliceSolver:
 
     def __init__(self, seeds: int, exchange: Exchange, slices: Slices, rows: tuple[np.ndarray, ...],
                  outbox: int = OUTBOX, batch: int = EXIT_BATCH, stack: int = retrograde.STACK) -> None:
+        retrograde.check_compiled_order()  # the slices and the kernels agree on the order
         self.seeds = seeds
         self.exchange = exchange
         self.slices = slices

@@ -107,8 +107,10 @@ from numba import njit, prange
 # The kernels take index's tables (rank offsets, the distance order of
 # 2026-12-05: bands interleaved) into their code as constants, and numba's
 # cache is keyed on this file alone: a change to those tables must come
-# with a change to this file, or a cached kernel keeps the old ones.
+# with a change to this file, or a cached kernel keeps the old ones
+# (check_compiled_order finds that).
 from . import index
+from .errors import BuildError
 from .intrinsics import (
     atomic_add,
     atomic_and,
@@ -186,6 +188,33 @@ def kernels_cached() -> bool:
                    for name in os.listdir(folder))
     except OSError:
         return False
+
+
+@njit(cache=True)
+def _order_fingerprint(offsets: np.ndarray) -> int:
+    """A hash of a table of group offsets (index.ORDER_OFFSET's shape)."""
+    total = 0
+    for layer in range(offsets.shape[0]):
+        for group in range(offsets.shape[1]):
+            total = total * 1_000_003 + offsets[layer, group]  # wraps round in int64, the same each time
+    return total
+
+
+@njit(cache=True)
+def _compiled_order_fingerprint() -> int:
+    # index.ORDER_OFFSET as this file's kernels were compiled with it (a constant).
+    return _order_fingerprint(index.ORDER_OFFSET)
+
+
+def check_compiled_order() -> None:
+    """Raise BuildError when this file's cached kernels were compiled with
+    another distance order than index's (numba keys its cache on this
+    file alone, see the import of index): they would cut and rank slices
+    by the old order and build wrong values."""
+    if _compiled_order_fingerprint() != _order_fingerprint(index.ORDER_OFFSET):
+        folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+        raise BuildError(f"numba's cache holds the builder's kernels compiled with another version's slice order: "
+                         f"delete the retrograde.* files in {os.environ.get('NUMBA_CACHE_DIR') or folder}")
 
 
 def working_bytes(size: int) -> int:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from mpi_support import MPIEXEC, mpi_ready
 
 from solver import build, distributed, index, plan, retrograde, rules, tables
+from solver.errors import BuildError
 
 HASHES = json.load(open(os.path.join(os.path.dirname(__file__), "data", "layer_sha256.json")))["sha256"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -176,6 +177,18 @@ def test_two_slices_share_every_stage_of_a_layer_evenly(table_dir):
 
     unbalanced = _stage_work(table_dir, seeds, distance_owner)
     assert unbalanced.max(axis=0).sum() / (unbalanced.sum() / 2) > 1.08
+
+
+def test_kernels_compiled_with_another_order_are_refused(monkeypatch):
+    # numba's cache is keyed on retrograde.py alone: kernels cached before
+    # index's order changed keep the old one. Seen here as an order that
+    # differs from the one the kernels were compiled with.
+    retrograde.check_compiled_order()  # the same order: nothing to say
+    other = index.ORDER_OFFSET.copy()
+    other[20, [3, 4]] = other[20, [4, 3]]
+    monkeypatch.setattr(index, "ORDER_OFFSET", other)
+    with pytest.raises(BuildError, match="another version's slice order: delete the retrograde"):
+        retrograde.check_compiled_order()
 
 
 def test_the_slice_path_alone_gives_the_recorded_tables(tmp_path):
