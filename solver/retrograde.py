@@ -1886,7 +1886,7 @@ class LayerSolver:
         started = time.perf_counter()
         with thread_count(1 if self.size < SERIAL_SIZE else None):
             self.exit_lookups += int(exit_pass(self.seeds, self.size, self.values, self.counts, self.store.flat,
-                                               self.store.starts, use, self.passes == 0, self.rows, True))
+                                               self.store.starts, use, self.passes == 0, self.rows, True, 0))
         self.exit_seconds += time.perf_counter() - started
         self.passes += 1
         self.done.update(layers)
