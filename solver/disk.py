@@ -437,7 +437,8 @@ class DiskLayer:
                 flags[active] = 0
                 scratch.sent[:] = 0
                 with retrograde.thread_count(1 if active.shape[0] <= retrograde.SERIAL_BLOCKS else None):
-                    retrograde.propagate(stage, seeds, lo, state, counts, active, next_flags, self.rows, scratch, size)
+                    retrograde.propagate(stage, seeds, lo, state, counts, active, next_flags, self.rows, scratch, size,
+                                         index.FILE_ORDER)
                 outgoing.send(np.concatenate([scratch.outbox[t, : scratch.sent[t]]
                                               for t in range(scratch.sent.shape[0])]))
                 flags, next_flags = next_flags, flags

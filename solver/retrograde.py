@@ -1915,7 +1915,8 @@ class LayerSolver:
         scratch = make_scratch(numba.get_num_threads(), stack=STACK)
 
         def sweep(stage, active, next_flags):
-            return propagate(stage, seeds, 0, self.values, self.counts, active, next_flags, self.rows, scratch, size)
+            return propagate(stage, seeds, 0, self.values, self.counts, active, next_flags, self.rows, scratch, size,
+                             index.FILE_ORDER)
 
         def seed_and_tell(stage, flags):
             return propagate_stage(stage, seeds, size, self.values, self.value_words, flags, self.rows, scratch)
