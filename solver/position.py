@@ -183,8 +183,13 @@ class Position:
         return np.array(houses, dtype=np.uint8)
 
     def packed(self) -> tuple[np.uint64, np.uint64]:
-        """The (mover, opponent) words of the packed form used by the kernels."""
-        return rules.pack(self.mover_board())
+        """The (mover, opponent) words of the packed form used by the kernels.
+
+        As np.uint64, the kernels' own type for them: rules.pack() hands back Python
+        ints, which numba types as int64, compiling a second copy of every kernel
+        they are passed to (legal_mask, known_value, the component explorer, perft)."""
+        mover, opponent = rules.pack(self.mover_board())
+        return np.uint64(mover), np.uint64(opponent)
 
     def expansion(self) -> index.Expansion:
         """The position's moves one ply deep (legal mask, terminal value, seeds,

@@ -369,7 +369,7 @@ class Tablebase:
 
     def _load_for(self, board):
         """Load the layers a board needs (its own, or its children's when outside the index)."""
-        mover, opponent = pack(board)
+        mover, opponent = (np.uint64(word) for word in pack(board))  # as the kernels type them (not int64)
         seeds = int(board_seeds(mover, opponent))
         needed = {seeds}
         if not index.packed_in_index(opponent):
