@@ -189,7 +189,7 @@ def test_a_pending_code_keeps_its_exit_and_is_never_a_value():
     for exit in range(retrograde.NO_EXIT, retrograde.MAX_VALUE + 1):  # every exit there is
         code = retrograde.pending(exit)
         assert retrograde.pending_exit(code) == exit
-        assert not retrograde.resolved(code)
+        assert not retrograde.resolved(np.int8(code))  # int8, as the values hold codes (and as below: one compile)
         codes.add(int(code))
     assert len(codes) == retrograde.MAX_VALUE - retrograde.NO_EXIT + 1
     assert all(retrograde.resolved(np.int8(value)) for value in range(-48, 49))

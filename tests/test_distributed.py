@@ -112,13 +112,14 @@ def test_the_slices_hold_most_moves_of_a_layer_in_one_slice():
     crossing = {index.FILE_ORDER: 0, index.DISTANCE_ORDER: 0}
     moves = 0
     for board in boards:
-        mover, opponent = rules.pack(board)
+        mover, opponent = map(np.uint64, rules.pack(board))  # the kernels' type (Python ints compile again as int64)
         for house in range(6):
             if not rules.legal_mask(mover, opponent) >> house & 1:
                 continue
             captured, child_mover, child_opponent = rules.play(mover, opponent, house)
             if captured:
                 continue
+            child_mover, child_opponent = np.uint64(child_mover), np.uint64(child_opponent)
             moves += 1
             for order in crossing:
                 parent = index.rank_in(seeds, index.rank_packed(mover, opponent, seeds), order)

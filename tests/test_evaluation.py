@@ -133,14 +133,14 @@ def reference_estimates(boards, weights, out):
 @settings(max_examples=200, deadline=None)
 @given(boards_of(48))
 def test_features_match_the_naive_version(board):
-    mover, opponent = pack(np.array(board, dtype=np.uint8))
+    mover, opponent = map(np.uint64, pack(np.array(board, dtype=np.uint8)))  # as board_features passes them
     assert features(mover, opponent).tolist() == naive_features(board)
 
 
 @settings(max_examples=300, deadline=None)
 @given(lapping_boards())
 def test_features_of_boards_that_sow_round_match_the_naive_version(board):
-    mover, opponent = pack(np.array(board, dtype=np.uint8))
+    mover, opponent = map(np.uint64, pack(np.array(board, dtype=np.uint8)))  # as board_features passes them
     assert features(mover, opponent).tolist() == naive_features(board)
 
 

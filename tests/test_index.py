@@ -71,7 +71,7 @@ def test_rank_unrank_round_trip_up_to_48_seeds(board):
     r = index.rank(board)
     assert 0 <= r < index.layer_size(seeds)
     assert list(index.unrank(seeds, r)) == board
-    mover, opponent = index.pack(np.array(board, dtype=np.uint8))
+    mover, opponent = map(np.uint64, index.pack(np.array(board, dtype=np.uint8)))  # the kernels' type, not int64
     assert index.rank_packed(mover, opponent, seeds) == r
 
 

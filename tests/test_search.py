@@ -279,10 +279,10 @@ def test_transposition_entries_keep_the_whole_key():
     tt = np.zeros((8, 3), dtype=np.uint64)
     mask = np.uint64(7)
     a = (np.uint64(0x0102030405), np.uint64(0x0600000001))
-    tt_store(tt, mask, a[0], a[1], -17, 1, 9, 4)
+    tt_store(tt, mask, a[0], a[1], -17, 1, 9, 4, False)
     assert tt_unpack(tt_probe(tt, mask, a[0], a[1])) == (-17, 1, 9, 4)
     assert tt_probe(tt, mask, a[1], a[0]) == 0
-    tt_store(tt, mask, a[0], a[1], 30, 3, 255, 2)
+    tt_store(tt, mask, a[0], a[1], 30, 3, 255, 2, False)
     assert tt_unpack(tt_probe(tt, mask, a[0], a[1])) == (30, 3, 255, 2)
 
 
@@ -415,10 +415,10 @@ def test_a_torn_transposition_entry_reads_as_empty():
     mask = np.uint64(7)
     a = (np.uint64(0x0102030405), np.uint64(0x0600000001))
     b = (np.uint64(0x0102030406), np.uint64(0x0600000001))
-    tt_store(tt, mask, a[0], a[1], -17, 1, 9, 4)
+    tt_store(tt, mask, a[0], a[1], -17, 1, 9, 4, False)
     slot_a = int(np.flatnonzero(tt[:, 0] == a[0])[0])
     scratch = np.zeros_like(tt)
-    tt_store(scratch, mask, b[0], b[1], 5, 3, 255, 2)
+    tt_store(scratch, mask, b[0], b[1], 5, 3, 255, 2, False)
     slot_b = int(np.flatnonzero(scratch[:, 0] == b[0])[0])
     torn = tt.copy()
     torn[slot_a, 2] = scratch[slot_b, 2]  # a's key, b's data word
@@ -603,7 +603,7 @@ def test_a_depth_limited_entry_cuts_as_an_estimate_and_never_in_bounds(table_dir
     mask = np.uint64(searcher.tt.shape[0] - 1)
     mover, opponent = child.packed()
     planted = -child.seeds  # the child's mover loses every seed: the capture looks winning
-    tt_store(searcher.tt, mask, mover, opponent, planted, 3, 60, 7)  # EXACT, depth 60, no move
+    tt_store(searcher.tt, mask, mover, opponent, planted, 3, 60, 7, False)  # EXACT, depth 60, no move
     result = searcher.search(position, depth=3, cycles="split", bounds=True)
     assert result.value == captured - planted == position.seeds  # the entry cut: every seed, which is wrong
     assert not result.exact
