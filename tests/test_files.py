@@ -191,10 +191,12 @@ def test_the_api_says_the_same_of_a_budget_that_builds_nothing(tmp_path):
 
 
 def _ctrl_c_as_a_terminal_sends_it():
-    # In the child, before it runs: SIGINT's default action. A test run started as a
-    # background job (`pytest &`) has SIGINT ignored, and a child inherits that (Python then
-    # leaves it ignored), where a build that a user stops with Ctrl-C has it.
+    # In the child, before it runs: SIGINT's and SIGHUP's default actions. A test run
+    # started as a background job (`pytest &`) has SIGINT ignored, and one under `nohup`
+    # SIGHUP; a child inherits that (Python then leaves it ignored), where a build that a
+    # user stops with Ctrl-C, or whose terminal closes, has them.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _build_until_a_layer_is_written(folder, stop):
