@@ -356,22 +356,6 @@ def _owner(bounds, rank):
 
 
 @njit(cache=True)
-def group_by_owner(owners: np.ndarray, processes: int) -> tuple[np.ndarray, np.ndarray]:
-    """(order, counts): a stable counting sort of items by owner."""
-    counts = np.zeros(processes, dtype=np.int64)
-    for owner in owners:
-        counts[owner] += 1
-    next_slot = np.zeros(processes, dtype=np.int64)
-    for p in range(1, processes):
-        next_slot[p] = next_slot[p - 1] + counts[p - 1]
-    order = np.empty(owners.shape[0], dtype=np.int64)
-    for j in range(owners.shape[0]):
-        order[next_slot[owners[j]]] = j
-        next_slot[owners[j]] += 1
-    return order, counts
-
-
-@njit(cache=True)
 def route_requests(keys: np.ndarray, asked: np.ndarray, stride: int, bounds: np.ndarray,
                    processes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The exit requests keys[b * stride : b * stride + asked[b]] of every
@@ -413,21 +397,34 @@ def route_requests(keys: np.ndarray, asked: np.ndarray, stride: int, bounds: np.
 def pack_updates(outbox: np.ndarray, sent: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The threads' outboxes (outbox[thread, :sent[thread]], each update
     (rank << 1) | (child lost)) as one array grouped by the process owning
-    the rank (slices `bounds`), and how many go to each."""
+    the rank (slices `bounds`), in their order within a group, and how
+    many go to each. When they all go to one process (always so for two),
+    they are not moved again."""
     processes = bounds.shape[0] - 1
     total = 0
     for thread in range(sent.shape[0]):
         total += sent[thread]
-    owners = np.empty(total, dtype=np.int64)
+    owners = np.empty(total, dtype=np.int32)
     updates = np.empty(total, dtype=np.int64)
+    counts = np.zeros(processes, dtype=np.int64)
     at = 0
     for thread in range(sent.shape[0]):
         for i in range(sent[thread]):
-            owners[at] = _owner(bounds, outbox[thread, i] >> 1)
+            owner = _owner(bounds, outbox[thread, i] >> 1)
+            owners[at] = owner
             updates[at] = outbox[thread, i]
+            counts[owner] += 1
             at += 1
-    order, counts = group_by_owner(owners, processes)
-    return updates[order], counts
+    if np.count_nonzero(counts) <= 1:
+        return updates, counts
+    next_slot = np.zeros(processes, dtype=np.int64)
+    for p in range(1, processes):
+        next_slot[p] = next_slot[p - 1] + counts[p - 1]
+    grouped = np.empty(total, dtype=np.int64)
+    for j in range(total):
+        grouped[next_slot[owners[j]]] = updates[j]
+        next_slot[owners[j]] += 1
+    return grouped, counts
 
 
 class Slices:

@@ -1356,14 +1356,25 @@ def _slice_stage_block(stage, seeds, lo, size, start, stop, values, counts, valu
     return done + taken, sent
 
 
+RECEIVED_AHEAD = 16  # received updates whose lines are prefetched ahead of their claim
+
+
 @hot_kernel
 def _received_chunk(stage, seeds, lo, size, updates, first, last, values, counts, next_flags, rows, found, movers,
                     opponents, told, stack, stack_movers, stack_opponents, outbox, sent, room, tally, order):
-    """tell_received_slice for updates[first:last]: (positions told of, outbox length)."""
+    """tell_received_slice for updates[first:last]: (positions told of, outbox length).
+    The lines of the updates RECEIVED_AHEAD further on are prefetched, so
+    their cache misses overlap (the updates name ranks scattered over the
+    slice, and each claim's atomic operations would otherwise wait for its
+    miss alone)."""
     count = 0
     depth = 0
     done = 0
+    for i in range(first, min(last, first + RECEIVED_AHEAD)):
+        prefetch(values, value_at(True, (updates[i] >> 1) - lo))  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
     for i in range(first, last):
+        if i + RECEIVED_AHEAD < last:
+            prefetch(values, value_at(True, (updates[i + RECEIVED_AHEAD] >> 1) - lo))  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
         update = updates[i]
         local = (update >> 1) - lo
         accesses, value = _claim(local, -stage if update & 1 else stage, stage, values, counts, True)

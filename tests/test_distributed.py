@@ -83,6 +83,28 @@ def test_requests_go_to_the_owner_of_their_child_and_keep_their_order(processes,
             assert bounds[seeds, p] <= rank < bounds[seeds, p + 1]
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 7), st.lists(st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.booleans()), max_size=30),
+                                   min_size=1, max_size=3))
+def test_updates_go_to_the_owner_of_their_rank_and_keep_their_order(processes, outboxes):
+    # Each thread's outbox (its first sent[thread] updates; the rest of its
+    # room not read, here -7), updates (rank << 1) | (child lost) of layer 16.
+    bounds = distributed.all_bounds(16, processes)[16, : processes + 1]
+    room = max(1, max(len(sent) for sent in outboxes)) + 2
+    outbox = np.full((len(outboxes), room), -7, dtype=np.int64)
+    sent = np.array([len(box) for box in outboxes], dtype=np.int64)
+    written = []
+    for thread, box in enumerate(outboxes):
+        for i, (where, lost) in enumerate(box):
+            outbox[thread, i] = (int(where * bounds[-1]) << 1) | lost
+            written.append(int(outbox[thread, i]))
+    updates, counts = distributed.pack_updates(outbox, sent, bounds)
+    owners = [int(np.searchsorted(bounds, update >> 1, side="right")) - 1 for update in written]
+    order = np.argsort(np.array(owners, dtype=np.int64), kind="stable")
+    assert updates.tolist() == np.array(written, dtype=np.int64)[order].tolist()
+    assert counts.tolist() == np.bincount(np.array(owners, dtype=np.int64), minlength=processes).tolist()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 30), st.integers(1, 9), st.floats(0, 1, exclude_max=True), st.floats(0, 1))
 def test_a_window_of_the_file_is_runs_of_the_slices_each_held_by_its_owner(seeds, processes, where, share):
