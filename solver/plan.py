@@ -33,7 +33,7 @@ DEFAULT_BANDWIDTH = 1.25e9  # bytes a second a process can exchange: 10 Gb/s Eth
 DEFAULT_EXCHANGE = 54.0  # bytes exchanged a position as processes grow many: 26.8 at P = 2, times P / (P - 1),
 # with slices in the file's order; in the distance order 2 processes exchange 3.4-4.4 (layers 13..18), but many thin
 # slices approach the file order's crossing (docs/CLUSTER.md), so this stays the upper bound
-DEFAULT_OVERHEAD = 1.36  # distributed / single-process seconds on the same cores (2 x 1 thread against 1 x 2), 0..24
+DEFAULT_OVERHEAD = 1.22  # distributed / single-process seconds on the same cores (2 x 1 thread against 1 x 2), 0..24
 # The disk mode (solver.disk, docs/DISK.md):
 SLICE_UNIT = 5376  # a slice of a layer starts at a multiple of this: lcm(LINE_RANKS, BLOCK), whole lines and blocks
 MAX_SLICES = 16  # the most slices a layer's exits are cut into
