@@ -1371,10 +1371,10 @@ def _received_chunk(stage, seeds, lo, size, updates, first, last, values, counts
     depth = 0
     done = 0
     for i in range(first, min(last, first + RECEIVED_AHEAD)):
-        prefetch(values, value_at(True, (updates[i] >> 1) - lo))  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
+        prefetch(values, value_at(True, (updates[i] >> 1) - lo))  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
     for i in range(first, last):
         if i + RECEIVED_AHEAD < last:
-            prefetch(values, value_at(True, (updates[i + RECEIVED_AHEAD] >> 1) - lo))  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
+            prefetch(values, value_at(True, (updates[i + RECEIVED_AHEAD] >> 1) - lo))  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
         update = updates[i]
         local = (update >> 1) - lo
         accesses, value = _claim(local, -stage if update & 1 else stage, stage, values, counts, True)
