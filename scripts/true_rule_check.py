@@ -1,7 +1,7 @@
 """How often the tables' move gives seeds away under the true repetition rule, and how often the search does.
 
     python scripts/true_rule_check.py --tables DIR [--positions 100] [--low 6 --high 16]
-                                      [--nodes 200000] [--seed 1] [--json]
+                                      [--nodes 200000] [--seed 1] [--no-play] [--json]
 
 The tables score endless play as an even split (0); the game ends it at the
 first repetition, each side taking the seeds on its own side. So inside the
@@ -26,6 +26,12 @@ the games whose margin is below the position's table value (seeds given away
 against what the tables promise), and, between the two ways, the positions
 where one got more. Node limits, not times, so that the figures do not depend
 on what else runs.
+
+Each position is also bounded with its history by solver.repetition's two
+graph games (where its graph holds at most --limit positions): the report
+counts the positions whose value the bounds make exact, and those where the
+tables' move is proven to give seeds away under the true rule (its upper
+bound below the position's lower bound). --no-play reports only these.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import time
 
 from solver.position import Game, Position
 from solver.probe import Tablebase
+from solver.repetition import DEFAULT_LIMIT, true_rule_bounds
 from solver.search import Searcher
 
 MAX_PLIES = 600  # the true rule ends every game (a repetition, or the seeds run out) well before
@@ -90,10 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--high", type=int, default=16)
     parser.add_argument("--nodes", type=int, default=200_000, help="nodes a searched move")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="positions a graph of the bounds may hold")
+    parser.add_argument("--play", action=argparse.BooleanOptionalAction, default=True,
+                        help="play each position out both ways (--no-play: the bounds only)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    if not (0 < args.positions <= 100_000 and 2 <= args.low <= args.high <= 48 and args.nodes > 0):
-        parser.error("--positions 1..100000, 2 <= --low <= --high <= 48, --nodes > 0")
+    if not (0 < args.positions <= 100_000 and 2 <= args.low <= args.high <= 48 and args.nodes > 0 and args.limit > 0):
+        parser.error("--positions 1..100000, 2 <= --low <= --high <= 48, --nodes > 0, --limit > 0")
     rng = random.Random(args.seed)
     started = time.perf_counter()
     with Tablebase(args.tables) as tablebase:
@@ -107,14 +117,42 @@ def main(argv: list[str] | None = None) -> int:
             value = tablebase.value(game.position)
             row = {"record": game.record(), "position": str(game.position), "seeds": game.position.seeds,
                    "table_value": value}
-            for way in ("tables", "search"):
-                row[way], row[f"{way}_end"] = play_out(game, way, searcher, tablebase, args.nodes)
+            bounds = true_rule_bounds(game.position, game.positions[:-1], tablebase.store.arrays(), args.limit)
+            tables_move = tablebase.best_move(game)
+            assert tables_move is not None
+            row["tables_move"] = tables_move.move
+            row["bounds"] = None if bounds.status != "solved" else [bounds.lower, bounds.upper]
+            row["tables_move_bounds"] = list(bounds.moves[tables_move.move]) if bounds.status == "solved" else None
+            row["graph_positions"] = bounds.positions
+            if args.play:
+                for way in ("tables", "search"):
+                    row[way], row[f"{way}_end"] = play_out(game, way, searcher, tablebase, args.nodes)
             rows.append(row)
+    bounded = [r for r in rows if r["bounds"] is not None]
     summary = {
         "positions": len(rows),
         "nodes": args.nodes,
         "seeds": [args.low, args.high],
         "seconds": round(time.perf_counter() - started, 1),
+        "bounded": len(bounded),
+        "bounds_exact": sum(r["bounds"][0] == r["bounds"][1] for r in bounded),
+        "mean_bounds_gap": round(statistics.fmean(r["bounds"][1] - r["bounds"][0] for r in bounded), 3)
+        if bounded else None,
+        "table_value_outside_bounds": sum(not r["bounds"][0] <= r["table_value"] <= r["bounds"][1] for r in bounded),
+        "tables_move_proven_worse": sum(r["tables_move_bounds"][1] < r["bounds"][0] for r in bounded),
+    }
+    if args.play:
+        summary.update(_play_summary(rows))
+    if args.json:
+        print(json.dumps({"summary": summary, "positions": rows}))
+    else:
+        for key, value in summary.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def _play_summary(rows: list[dict]) -> dict:
+    return {
         "tables_below_table_value": sum(r["tables"] < r["table_value"] for r in rows),
         "search_below_table_value": sum(r["search"] < r["table_value"] for r in rows),
         "search_more_than_tables": sum(r["search"] > r["tables"] for r in rows),
@@ -122,12 +160,6 @@ def main(argv: list[str] | None = None) -> int:
         "mean_tables": round(statistics.fmean(r["tables"] - r["table_value"] for r in rows), 3),
         "mean_search": round(statistics.fmean(r["search"] - r["table_value"] for r in rows), 3),
     }
-    if args.json:
-        print(json.dumps({"summary": summary, "positions": rows}))
-    else:
-        for key, value in summary.items():
-            print(f"{key}: {value}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -78,6 +78,7 @@ from .layers import available_memory, byte_histogram, known_value
 from .limits import DEFAULT_QUIESCENCE, MAX_PLY, MAX_QUIESCENCE
 from .position import HOUSE_LETTERS, Game, Position, as_position
 from .probe import Tablebase
+from .repetition import true_rule_bounds
 from .report import EndReason, MoveValue, Outcome, Rule, ended_value, true_rule_may_change
 from .rules import NOT_TERMINAL, ROW, board_seeds, house_seeds, legal_mask, play, row_seeds, terminal_value
 from .table_reader import TableReader, default_table_bytes, failing_layer
@@ -98,6 +99,7 @@ DEFAULT_COMPONENT_LIMIT = 4_000_000
 DEFAULT_TABLE_BYTES = 256 << 20  # tables the oracle's search process and game analysis' max_tables read at start
 PROOF_NODES = 2_000_000  # alpha-beta nodes tried before solving a component
 COMPONENT_RATE = 1_000_000  # component positions allowed per second of time limit
+REPETITION_RATE = 50_000  # positions of the true rule's graph (solver.repetition) per second of time limit
 STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
 UNLIMITED = 1 << 62  # a node budget that is no limit
 # Layers that arrive from the background reader during a search restart its
@@ -736,7 +738,8 @@ class Searcher:
         (seen in UCI on a cold cache: the first split node's store into the
         transposition table took 0.3 s of a 0.3 s move, the first packed
         position 1 s). So: a split search with a history, a position looked
-        up and its component explored, then everything they left undone.
+        up and its component explored, a true-rule graph solved, then
+        everything they left undone.
         """
         game = Game(Position.initial())
         game.play(game.legal_moves()[0])
@@ -745,6 +748,8 @@ class Searcher:
         # A small layer's component, explored one position deep ("too large"): the
         # opening's layer is too large to be explored at all.
         self.solve_component("0-0-0-0-1-0/0-0-0-0-0-1 S", limit=1)
+        # The true rule's graph games (a search inside the tables): a small one, solved.
+        true_rule_bounds(as_position("0-0-0-0-1-0/0-0-0-0-0-1 S"), (), self.tablebase.store.arrays())
         self.tablebase.warm_up()
         # What the warm-up stored goes: searches start as from a new Searcher.
         self.tt[:] = 0
@@ -1002,6 +1007,8 @@ class Searcher:
             deadline = None if time is None else started + time * (BOUNDS_TIME_SHARE if bounds else 1.0)
             if cycles == "split" and self.component_limit > 0 and depth is None and self.known(position) is None:
                 self._component_phase(run, position, max_depth, node_budget, deadline)
+            if run.through_tables and self.component_limit > 0 and depth is None:
+                self._repetition_phase(run, position, history, node_budget, deadline)
             if not result.exact:
                 run.deepen(max_depth, node_budget, deadline)
             self._finish(run, result, bounds)
@@ -1076,6 +1083,32 @@ class Searcher:
             result.source = "component"
             run.next_depth = 1
 
+    def _repetition_phase(self, run, position, history, node_budget, deadline):
+        """A root inside the tables under the true rule: bound its value with
+        the game's history by solver.repetition's two graph games, within
+        the component limit, the node limit (a position for a node) and
+        REPETITION_RATE positions a second of the time left. Both bounds
+        equal: the value is exact (rule "true") and no search is needed;
+        else the bounds are kept for _finish, which keeps the value within
+        them and never plays a move proven worse."""
+        limit = min(self.component_limit, node_budget)
+        if deadline is not None:
+            limit = min(limit, int((deadline - _time.perf_counter()) * REPETITION_RATE))
+        if limit < 1000:
+            return
+        store_flat, store_starts, store_loaded = self.tablebase.store.arrays()
+        bounds = true_rule_bounds(position, history or (), (store_flat, store_starts, store_loaded), limit)
+        result = run.result
+        result.component_positions = bounds.positions
+        if bounds.status != "solved":
+            return
+        run.true_bounds = bounds
+        if bounds.exact:
+            move = bounds.best_moves()[0]
+            result.exact, result.value, result.move, result.rule = True, bounds.lower, move, "true"
+            result.source = "component"
+            run.houses = [position.house_of(move)]
+
     def _finish(self, run, result, bounds):
         """The line, the bounds and the time of a searched result."""
         position = run.position
@@ -1085,6 +1118,17 @@ class Searcher:
         elif bounds and result.depth > 0:
             result.lower = run.bound(1, result.depth)
             result.upper = run.bound(-1, result.depth)
+        proven = run.true_bounds
+        if proven is not None and not result.exact:
+            # The true rule's graph bounds hold whatever the search saw.
+            result.lower = proven.lower if result.lower is None else max(result.lower, proven.lower)
+            result.upper = proven.upper if result.upper is None else min(result.upper, proven.upper)
+            if result.value is not None:
+                result.value = min(max(result.value, result.lower), result.upper)
+            if result.move is not None and proven.moves[result.move][1] < proven.lower:
+                # The search's move is proven worse than another: play the best proven one.
+                result.move = max(proven.moves, key=lambda move: proven.moves[move])
+                result.line = [result.move]
         if result.move is None:
             # Not even depth 1 finished within the limits: any legal move, no value.
             result.move = position.legal_moves()[0]
@@ -1203,6 +1247,7 @@ class _Run:
         self.path_mover[self.root], self.path_opponent[self.root] = position.packed()
         self.split = cycles == "split"
         self.through_tables = False  # table values the true rule could change are searched through (see _search)
+        self.true_bounds = None  # solver.repetition.Bounds of the root, when its graph was solved
         self.result = result
         self.progress = progress
         self.started = started

@@ -1,0 +1,468 @@
+"""Proven bounds on a position's value under the true repetition rule, with its
+history, from two games on the graph of every position reachable from it.
+
+Under the true rule the game ends at the first repetition of a position (its
+twelve houses and the side to move), each side taking the seeds on its own
+side; the value therefore depends on the history. A tree search must follow
+every simple path to prove it. This module bounds it instead with two games
+on the graph of real positions (board and side to move) reachable from the
+root, in which a position of the history, or the root itself, ends the game
+as a repetition does, and an endless play is scored for the root's mover
+("role 0") at the worst (lower bound) or the best (upper bound) of the own
+seeds of the positions it passes through for ever:
+
+- lower: role 0's payoff of an endless play is the liminf of f0, f0 being the
+  seeds on role 0's side minus those on the other side;
+- upper: the limsup of f0.
+
+Both games have optimal strategies that depend on the position only
+(liminf and limsup games on a finite graph are positionally determined). If
+role 0 plays its positional strategy of the lower game in the real game, a
+first repetition closes a cycle the other side could have repeated for ever,
+whose positions all have f0 >= the lower value, so the repetition, scored at
+one of them, gives role 0 at least that value; a repetition of a history
+position or of the root is an end in both games. The other side's strategy
+of the upper game bounds the value from above the same way. Captures leave
+a layer for good, so layers are solved from the smallest up, a capture's
+child valued by its layer's bounds. When the two bounds meet, the value is
+exact under the true rule (`rule: "true"`).
+
+Each layer's game is solved for every threshold t as a co-Buchi game ("the
+play ends with a payoff >= t, or stays for ever in positions with f0 >= t"),
+by the classical iteration of an attractor and a safety region.
+
+Table values the true rule cannot change (|d| = seeds: the side takes every
+seed by play that never repeats, report.true_rule_may_change) end the graph
+below the root's layer; positions of the root's layer are always explored,
+since the history may change even those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from . import index
+from .position import Position
+from .rules import NOT_TERMINAL, ROW, board_seeds, legal_mask, play, row_seeds, terminal_value
+
+DEFAULT_LIMIT = 2_000_000  # positions explored at most (about 120 bytes each)
+UNKNOWN = np.int64(-1000)
+
+
+@njit(cache=True, inline="always")
+def _key_slot(mover, opponent, role, mask):
+    h = index.position_hash(mover, opponent) ^ (np.uint64(role) * np.uint64(0x9E3779B97F4A7C15))
+    return np.int64(h & mask)
+
+
+@njit(cache=True)
+def _grow(array, size):
+    grown = np.empty((size,) + array.shape[1:], array.dtype)
+    grown[: array.shape[0]] = array
+    return grown
+
+
+@njit(cache=True)
+def _find(slots, movers, opponents, roles, mover, opponent, role, mask):
+    """The slot of (mover, opponent, role): the node there, or an empty slot (-1)."""
+    slot = _key_slot(mover, opponent, role, mask)
+    while slots[slot] >= 0:
+        node = slots[slot]
+        if movers[node] == mover and opponents[node] == opponent and roles[node] == role:
+            return slot
+        slot = (slot + 1) & np.int64(mask)
+    return slot
+
+
+@njit(cache=True)
+def _explore(root_mover, root_opponent, ends_mover, ends_opponent, ends_role, flat, starts, loaded, limit):
+    """Every real position reachable from the root's children.
+
+    Nodes are (mover, opponent, role), role 0 when the root's mover is to
+    move. Returns (status, size, movers, opponents, roles, fixed, edges,
+    captured, root_edges, root_captured): status 0 explored, 1 more than
+    `limit` nodes; fixed[i] the value d (for node i's mover) of a node whose
+    value is known (a terminal, a table value |d| = seeds below the root's
+    layer, or a repetition: the root and `ends`, the history, scored with
+    each side taking its own seeds), else UNKNOWN; edges[i] its children
+    (-1 past the last) and captured[i] the seeds each move takes; the root's
+    moves in house order lead to root_edges, taking root_captured.
+    """
+    root_seeds = board_seeds(root_mover, root_opponent)
+    capacity = 1024
+    mask = np.uint64(4 * capacity - 1)
+    slots = np.full(4 * capacity, -1, np.int64)
+    movers = np.empty(capacity, np.uint64)
+    opponents = np.empty(capacity, np.uint64)
+    roles = np.empty(capacity, np.int8)
+    fixed = np.empty(capacity, np.int64)
+    edges = np.empty((capacity, ROW), np.int64)
+    captured = np.zeros((capacity, ROW), np.int64)
+    root_edges = np.full(ROW, -1, np.int64)
+    root_captured = np.zeros(ROW, np.int64)
+    empty = (movers[:0], opponents[:0], roles[:0], fixed[:0], edges[:0], captured[:0])
+    # The ends of the root's layer: the root and the history (repetitions).
+    end_count = ends_mover.shape[0] + 1
+    end_movers = np.empty(end_count, np.uint64)
+    end_opponents = np.empty(end_count, np.uint64)
+    end_roles = np.empty(end_count, np.int8)
+    end_movers[0], end_opponents[0], end_roles[0] = root_mover, root_opponent, 0
+    end_movers[1:], end_opponents[1:], end_roles[1:] = ends_mover, ends_opponent, ends_role
+
+    size = 0
+    head = -1  # the root, then each node in turn
+    while head < size:
+        if head < 0:
+            mover, opponent, role = root_mover, root_opponent, np.int8(0)
+        else:
+            mover, opponent, role = movers[head], opponents[head], roles[head]
+            seeds = board_seeds(mover, opponent)
+            for e in range(ROW):
+                edges[head, e] = -1
+            fixed[head] = UNKNOWN
+            terminal = terminal_value(mover, opponent)
+            if terminal != NOT_TERMINAL:
+                fixed[head] = terminal
+                head += 1
+                continue
+            if seeds == root_seeds:
+                for k in range(end_count):
+                    if end_movers[k] == mover and end_opponents[k] == opponent and end_roles[k] == role:
+                        fixed[head] = row_seeds(mover) - row_seeds(opponent)  # a repetition
+                if fixed[head] != UNKNOWN:
+                    head += 1
+                    continue
+            elif loaded[seeds] and index.packed_in_index(opponent):
+                value = np.int64(flat[starts[seeds] + index.rank_packed(mover, opponent, seeds)])
+                if value == seeds or value == -seeds:
+                    fixed[head] = value
+                    head += 1
+                    continue
+        legal = legal_mask(mover, opponent)
+        count = 0
+        for house in range(ROW):
+            if not legal & (1 << house):
+                continue
+            taken, child_mover, child_opponent = play(mover, opponent, house)
+            child_role = np.int8(1 - role)
+            slot = _find(slots, movers, opponents, roles, child_mover, child_opponent, child_role, mask)
+            if slots[slot] < 0:
+                if size >= limit:
+                    return (1, size, *empty, root_edges, root_captured)
+                if size == capacity:
+                    capacity *= 2
+                    movers = _grow(movers, capacity)
+                    opponents = _grow(opponents, capacity)
+                    roles = _grow(roles, capacity)
+                    fixed = _grow(fixed, capacity)
+                    edges = _grow(edges, capacity)
+                    captured = _grow(captured, capacity)
+                    mask = np.uint64(4 * capacity - 1)
+                    slots = np.full(4 * capacity, -1, np.int64)
+                    for k in range(size):
+                        s = _key_slot(movers[k], opponents[k], roles[k], mask)
+                        while slots[s] >= 0:
+                            s = (s + 1) & np.int64(mask)
+                        slots[s] = k
+                    slot = _find(slots, movers, opponents, roles, child_mover, child_opponent, child_role, mask)
+                movers[size] = child_mover
+                opponents[size] = child_opponent
+                roles[size] = child_role
+                slots[slot] = size
+                size += 1
+            if head < 0:
+                root_edges[house] = slots[slot]
+                root_captured[house] = taken
+            else:
+                edges[head, count] = slots[slot]
+                captured[head, count] = taken
+            count += 1
+        head += 1
+    return (0, size, movers[:size], opponents[:size], roles[:size], fixed[:size], edges[:size], captured[:size],
+            root_edges, root_captured)
+
+
+@njit(cache=True)
+def _seeds_of(movers, opponents):
+    seeds = np.empty(movers.shape[0], np.int64)
+    for node in range(movers.shape[0]):
+        seeds[node] = board_seeds(movers[node], opponents[node])
+    return seeds
+
+
+@njit(cache=True)
+def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_first, exit_payoffs):
+    """For each node of a layer's game, the largest t in [lowest, highest] such
+    that player X can make the payoff at least t: X owns the nodes marked in
+    `owned`; a play ends at an exit with its payoff, and an endless play pays
+    the liminf of f. Nodes are local: node i's moves are game_children[
+    game_first[i]:game_first[i + 1]] (other nodes) and exit_payoffs[
+    exit_first[i]:exit_first[i + 1]] (ends)."""
+    n = owned.shape[0]
+    values = np.full(n, lowest, np.int64)
+    # Predecessors, one entry a move.
+    parent_first = np.zeros(n + 1, np.int64)
+    for node in range(n):
+        for e in range(game_first[node], game_first[node + 1]):
+            parent_first[game_children[e] + 1] += 1
+    for node in range(n):
+        parent_first[node + 1] += parent_first[node]
+    parents = np.empty(parent_first[n], np.int64)
+    fill = parent_first[:n].copy()
+    for node in range(n):
+        for e in range(game_first[node], game_first[node + 1]):
+            child = game_children[e]
+            parents[fill[child]] = node
+            fill[child] += 1
+
+    in_attr = np.zeros(n, np.bool_)
+    in_safe = np.zeros(n, np.bool_)
+    pending = np.zeros(n, np.int64)  # the other side's moves not into the attractor
+    safe_pending = np.zeros(n, np.int64)  # X: moves kept inside; the other side: moves out
+    work = np.empty(n, np.int64)
+    good_exits = np.zeros(n, np.int64)
+    bad_exits = np.zeros(n, np.int64)
+    for t in range(lowest + 1, highest + 1):
+        # Attractor of X to the exits worth at least t.
+        top = 0
+        for node in range(n):
+            in_attr[node] = False
+            good = 0
+            for e in range(exit_first[node], exit_first[node + 1]):
+                if exit_payoffs[e] >= t:
+                    good += 1
+            good_exits[node] = good
+            bad_exits[node] = exit_first[node + 1] - exit_first[node] - good
+            pending[node] = game_first[node + 1] - game_first[node] + bad_exits[node]
+            if (owned[node] and good > 0) or (not owned[node] and pending[node] == 0):
+                in_attr[node] = True
+                work[top] = node
+                top += 1
+        while True:
+            while top > 0:  # spread the attractor backwards
+                top -= 1
+                node = work[top]
+                for p in range(parent_first[node], parent_first[node + 1]):
+                    parent = parents[p]
+                    if in_attr[parent]:
+                        continue
+                    if owned[parent]:
+                        in_attr[parent] = True
+                        work[top] = parent
+                        top += 1
+                    else:
+                        pending[parent] -= 1
+                        if pending[parent] == 0:
+                            in_attr[parent] = True
+                            work[top] = parent
+                            top += 1
+            # Outside the attractor, the positions where X can stay for ever
+            # among those with f >= t (or reach the attractor).
+            count = 0
+            for node in range(n):
+                in_safe[node] = not in_attr[node] and f[node] >= t
+                count += in_safe[node]
+            if count == 0:
+                break
+            for node in range(n):
+                if not in_safe[node]:
+                    continue
+                inside = 0
+                for e in range(game_first[node], game_first[node + 1]):
+                    child = game_children[e]
+                    if in_safe[child] or in_attr[child]:
+                        inside += 1
+                moves = game_first[node + 1] - game_first[node]
+                safe_pending[node] = inside if owned[node] else bad_exits[node] + moves - inside
+            top = 0
+            for node in range(n):
+                if in_safe[node] and ((owned[node] and safe_pending[node] == 0)
+                                      or (not owned[node] and safe_pending[node] > 0)):
+                    in_safe[node] = False
+                    work[top] = node
+                    top += 1
+            while top > 0:  # leave out what cannot stay
+                top -= 1
+                node = work[top]
+                for p in range(parent_first[node], parent_first[node + 1]):
+                    parent = parents[p]
+                    if not in_safe[parent]:
+                        continue
+                    if owned[parent]:
+                        safe_pending[parent] -= 1
+                        if safe_pending[parent] == 0:
+                            in_safe[parent] = False
+                            work[top] = parent
+                            top += 1
+                    else:
+                        in_safe[parent] = False
+                        work[top] = parent
+                        top += 1
+            # What stays is won: add it to the attractor and spread again.
+            count = 0
+            for node in range(n):
+                if in_safe[node]:
+                    count += 1
+            if count == 0:
+                break
+            for node in range(n):
+                if in_safe[node]:
+                    in_attr[node] = True
+                    work[top] = node
+                    top += 1
+        won = 0
+        for node in range(n):
+            if in_attr[node]:
+                values[node] = t
+                won += 1
+        if won == 0:
+            break
+    return values
+
+
+@njit(cache=True)
+def _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, upper):
+    """Role 0's bound (lower, or upper when `upper`) of every node's value,
+    layer by layer from the smallest."""
+    size = roles.shape[0]
+    bound = np.zeros(size, np.int64)  # role 0's payoff from each node
+    local = np.full(size, -1, np.int64)
+    top_seeds = 0
+    for node in range(size):
+        if fixed[node] != UNKNOWN:
+            bound[node] = fixed[node] if roles[node] == 0 else -fixed[node]
+        top_seeds = max(top_seeds, seeds_of[node])
+    for seeds in range(top_seeds + 1):
+        nodes = np.empty(0, np.int64)
+        count = 0
+        for node in range(size):
+            if seeds_of[node] == seeds and fixed[node] == UNKNOWN:
+                count += 1
+        if count == 0:
+            continue
+        nodes = np.empty(count, np.int64)
+        count = 0
+        for node in range(size):
+            if seeds_of[node] == seeds and fixed[node] == UNKNOWN:
+                local[node] = count
+                nodes[count] = node
+                count += 1
+        # X: role 0 for the lower bound, role 1 for the upper (its payoff is
+        # minus role 0's, so its liminf is role 0's limsup).
+        x_role = 1 if upper else 0
+        sign_x = -1 if upper else 1
+        owned = np.empty(count, np.bool_)
+        f = np.empty(count, np.int64)
+        game_first = np.zeros(count + 1, np.int64)
+        exit_first = np.zeros(count + 1, np.int64)
+        for i in range(count):
+            node = nodes[i]
+            for e in range(ROW):
+                child = edges[node, e]
+                if child < 0:
+                    break
+                if local[child] >= 0 and seeds_of[child] == seeds:
+                    game_first[i + 1] += 1
+                else:
+                    exit_first[i + 1] += 1
+        for i in range(count):
+            game_first[i + 1] += game_first[i]
+            exit_first[i + 1] += exit_first[i]
+        game_children = np.empty(game_first[count], np.int64)
+        exit_payoffs = np.empty(exit_first[count], np.int64)
+        for i in range(count):
+            node = nodes[i]
+            role = roles[node]
+            owned[i] = role == x_role
+            own = row_seeds(movers[node]) - row_seeds(opponents[node])
+            f[i] = sign_x * (own if role == 0 else -own)
+            g = game_first[i]
+            x = exit_first[i]
+            for e in range(ROW):
+                child = edges[node, e]
+                if child < 0:
+                    break
+                if local[child] >= 0 and seeds_of[child] == seeds:
+                    game_children[g] = local[child]
+                    g += 1
+                else:
+                    taken = captured[node, e] if role == 0 else -captured[node, e]
+                    exit_payoffs[x] = sign_x * (taken + bound[child])
+                    x += 1
+        values = _cobuchi_values(-seeds, seeds, owned, f, game_first, game_children, exit_first, exit_payoffs)
+        for i in range(count):
+            bound[nodes[i]] = sign_x * values[i]
+            local[nodes[i]] = -1
+    return bound
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Role 0's (the root mover's) proven bounds under the true rule.
+
+    status: "solved", or "too large" (more than the limit of positions;
+    no bounds). lower/upper: the position's value d is within them;
+    moves: for each legal move letter, (lower, upper) of its value;
+    positions: the real positions the graph held."""
+
+    status: str
+    lower: int | None
+    upper: int | None
+    moves: dict[str, tuple[int, int]]
+    positions: int
+
+    @property
+    def exact(self) -> bool:
+        return self.status == "solved" and self.lower == self.upper
+
+    def best_moves(self) -> list[str]:
+        """The moves proven best: each is worth at least what any other may be worth."""
+        if self.status != "solved":
+            return []
+        return [move for move, (low, _) in self.moves.items() if all(low >= high for _, high in self.moves.values())]
+
+
+def true_rule_bounds(
+    position: Position,
+    history: Sequence[Position] = (),
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> Bounds:
+    """Bounds on the value of `position` (solver.position.Position, not over)
+    under the true rule, the positions of `history` (Positions played before
+    it, any order) counting for repetitions. `tables` = (flat, starts, loaded)
+    as Tablebase.store.arrays(): values |d| = seeds of smaller layers end the
+    graph there (None: the graph goes down to the end of every line)."""
+    if tables is None:
+        flat = np.zeros(1, np.int8)
+        starts = np.zeros(index.MAX_SEEDS + 2, np.int64)
+        loaded = np.zeros(index.MAX_SEEDS + 1, np.bool_)
+    else:
+        flat, starts, loaded = tables
+    seeds = position.seeds
+    mover, opponent = position.packed()
+    ends = [earlier for earlier in history if earlier.seeds == seeds]
+    ends_mover = np.array([earlier.packed()[0] for earlier in ends], np.uint64)
+    ends_opponent = np.array([earlier.packed()[1] for earlier in ends], np.uint64)
+    ends_role = np.array([0 if earlier.to_move == position.to_move else 1 for earlier in ends], np.int8)
+    status, size, movers, opponents, roles, fixed, edges, captured, root_edges, root_captured = _explore(
+        mover, opponent, ends_mover, ends_opponent, ends_role, flat, starts, loaded, int(limit)
+    )
+    if status:
+        return Bounds("too large", None, None, {}, int(size))
+    seeds_of = _seeds_of(movers, opponents)
+    lower = _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, False)
+    upper = _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, True)
+    moves: dict[str, tuple[int, int]] = {}
+    for letter in position.legal_moves():
+        house = position.house_of(letter)
+        child = root_edges[house]
+        taken = int(root_captured[house])
+        moves[letter] = (taken + int(lower[child]), taken + int(upper[child]))
+    low = max(low for low, _ in moves.values())
+    high = max(high for _, high in moves.values())
+    return Bounds("solved", low, high, moves, int(size))

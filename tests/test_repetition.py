@@ -1,0 +1,128 @@
+"""Bounds under the true repetition rule from the two graph games of
+solver.repetition, against a naive reference that follows every simple path
+(tests/naive_search.py's naive_true_value, no table): the exact value with
+its history always lies within the bounds, and equals them when they meet."""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from naive import naive_play
+from naive_search import TooLarge, naive_true_value
+from test_search import random_position
+
+from solver.position import Game, Position
+from solver.probe import Tablebase
+from solver.repetition import true_rule_bounds
+from solver.report import true_rule_may_change
+from solver.search import Searcher
+
+
+def _walk(start: Position, moves: list[int]) -> tuple[Position, list[Position]]:
+    """The position after playing `moves` (indices into the legal moves, taken
+    modulo their number) from `start` while no seed is captured, and the
+    positions before it (the history the repetition rule reads)."""
+    positions = [start]
+    for pick in moves:
+        here = positions[-1]
+        if here.is_over():
+            break
+        legal = here.legal_moves()
+        child, captured = here.play_capture(legal[pick % len(legal)])
+        if captured or child.is_over() or child.key() in {p.key() for p in positions}:
+            break
+        positions.append(child)
+    return positions[-1], positions[:-1]
+
+
+def _naive_move_values(root: Position, history: list[Position], memo: dict) -> dict[str, int]:
+    """Each legal move's value under the true rule with the history, by the naive reference."""
+    boards = [p.mover_board().tolist() for p in history + [root]]
+    values = {}
+    for letter in root.legal_moves():
+        captured, child = naive_play(root.mover_board().tolist(), root.house_of(letter))
+        if captured:
+            values[letter] = captured - naive_true_value(child, budget=50_000, memo=memo)
+        elif child in boards[-2::-2]:  # the same side to move: a repetition ends the game
+            values[letter] = -(sum(child[:6]) - sum(child[6:]))
+        else:
+            values[letter] = -naive_true_value(child, history=boards, budget=50_000, memo=memo)
+    return values
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seeds=st.integers(2, 3), seed=st.integers(0, 10**9), moves=st.lists(st.integers(0, 5), max_size=8))
+def test_the_true_value_with_its_history_lies_within_the_bounds(seeds, seed, moves):
+    start = random_position(seeds, random.Random(seed))
+    if start.is_over():
+        return
+    root, history = _walk(start, moves)
+    try:
+        expected = _naive_move_values(root, history, {})
+    except TooLarge:
+        return
+    bounds = true_rule_bounds(root, history)
+    assert bounds.status == "solved"
+    assert set(bounds.moves) == set(expected)
+    for letter, value in expected.items():
+        low, high = bounds.moves[letter]
+        assert low <= value <= high, (str(root), letter)
+    value = max(expected.values())
+    assert bounds.lower <= value <= bounds.upper
+    if bounds.exact:
+        assert bounds.lower == value
+    for letter in bounds.best_moves():
+        assert expected[letter] == value, (str(root), letter)
+
+
+def test_a_forced_cycle_is_scored_by_the_true_rule():
+    # The tables split this cycle (0); it returns with both seeds on South's side: +2.
+    bounds = true_rule_bounds(Position.from_string("1-0-0-0-0-1/0-0-0-0-0-0 S"))
+    assert bounds.exact and bounds.lower == 2
+
+
+def test_a_graph_larger_than_the_limit_is_not_bounded():
+    bounds = true_rule_bounds(Position.from_string("1-1-1-0-0-0/0-2-1-0-2-0 S"), limit=1000)
+    assert bounds.status == "too large" and bounds.lower is None and not bounds.exact
+    assert bounds.best_moves() == []
+
+
+@pytest.fixture(scope="module")
+def searcher(table_dir):
+    return Searcher(table_dir, max_table_seeds=12, hash_mb=8, threads=1)
+
+
+@pytest.fixture(scope="module")
+def tablebase(table_dir):
+    with Tablebase(table_dir) as opened:
+        yield opened
+
+
+def test_a_search_inside_the_tables_keeps_within_the_bounds_and_answers_them_when_they_meet(searcher, tablebase):
+    rng = random.Random(5)
+    memo: dict = {}
+    solved = searched = compared = 0
+    for _ in range(300):
+        position = random_position(rng.choice([3, 4, 5]), rng)
+        if position.is_over() or not true_rule_may_change(tablebase.value(position), position.seeds):
+            continue
+        result = searcher.search(Game(position), nodes=20_000)
+        bounds = true_rule_bounds(position, (), searcher.tablebase.store.arrays())
+        assert result.lower is not None and result.upper is not None
+        assert bounds.lower <= result.lower <= result.upper <= bounds.upper
+        if bounds.exact:
+            assert result.exact and result.rule == "true" and result.source == "component"
+            assert result.value == bounds.lower and bounds.moves[result.move][0] == bounds.lower
+            solved += 1
+        else:
+            assert result.lower <= result.value <= result.upper
+            assert bounds.moves[result.move][1] >= bounds.lower, str(position)  # never a move proven worse
+            searched += 1
+        try:
+            expected = naive_true_value(position.mover_board().tolist(), budget=20_000, memo=memo)
+        except TooLarge:
+            continue
+        assert result.lower <= expected <= result.upper, str(position)
+        compared += 1
+    assert solved >= 5 and searched >= 5 and compared >= 3
