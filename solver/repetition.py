@@ -46,10 +46,11 @@ import numpy as np
 from numba import njit
 
 from . import index
+from .errors import GameOverError
 from .position import Position
 from .rules import NOT_TERMINAL, ROW, board_seeds, legal_mask, play, row_seeds, terminal_value
 
-DEFAULT_LIMIT = 2_000_000  # positions explored at most (about 120 bytes each)
+DEFAULT_LIMIT = 2_000_000  # positions explored at most (about 90 bytes each, and as much again to solve)
 UNKNOWN = np.int64(-1000)
 
 
@@ -101,7 +102,7 @@ def _explore(root_mover, root_opponent, ends_mover, ends_opponent, ends_role, fl
     roles = np.empty(capacity, np.int8)
     fixed = np.empty(capacity, np.int64)
     edges = np.empty((capacity, ROW), np.int64)
-    captured = np.zeros((capacity, ROW), np.int64)
+    captured = np.zeros((capacity, ROW), np.int8)
     root_edges = np.full(ROW, -1, np.int64)
     root_captured = np.zeros(ROW, np.int64)
     empty = (movers[:0], opponents[:0], roles[:0], fixed[:0], edges[:0], captured[:0])
@@ -390,7 +391,7 @@ def _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, upper):
                     game_children[g] = local[child]
                     g += 1
                 else:
-                    taken = captured[node, e] if role == 0 else -captured[node, e]
+                    taken = np.int64(captured[node, e]) if role == 0 else -np.int64(captured[node, e])
                     exit_payoffs[x] = sign_x * (taken + bound[child])
                     x += 1
         values = _cobuchi_values(-seeds, seeds, owned, f, game_first, game_children, exit_first, exit_payoffs)
@@ -437,6 +438,8 @@ def true_rule_bounds(
     it, any order) counting for repetitions. `tables` = (flat, starts, loaded)
     as Tablebase.store.arrays(): values |d| = seeds of smaller layers end the
     graph there (None: the graph goes down to the end of every line)."""
+    if position.is_over():
+        raise GameOverError(f"the game is over in {position} ({position.terminal_rule()})")
     if tables is None:
         flat = np.zeros(1, np.int8)
         starts = np.zeros(index.MAX_SEEDS + 2, np.int64)

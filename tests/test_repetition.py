@@ -12,6 +12,7 @@ from naive import naive_play
 from naive_search import TooLarge, naive_true_value
 from test_search import random_position
 
+from solver.errors import GameOverError
 from solver.position import Game, Position
 from solver.probe import Tablebase
 from solver.repetition import true_rule_bounds
@@ -80,6 +81,11 @@ def test_a_forced_cycle_is_scored_by_the_true_rule():
     # The tables split this cycle (0); it returns with both seeds on South's side: +2.
     bounds = true_rule_bounds(Position.from_string("1-0-0-0-0-1/0-0-0-0-0-0 S"))
     assert bounds.exact and bounds.lower == 2
+
+
+def test_a_game_over_has_no_bounds():
+    with pytest.raises(GameOverError):
+        true_rule_bounds(Position.from_string("0-0-0-0-0-0/0-0-0-1-0-1 S"))
 
 
 def test_a_graph_larger_than_the_limit_is_not_bounded():
