@@ -52,7 +52,7 @@ def _naive_move_values(root: Position, history: list[Position], memo: dict) -> d
     return values
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seeds=st.integers(2, 3), seed=st.integers(0, 10**9), moves=st.lists(st.integers(0, 5), max_size=8))
 def test_the_true_value_with_its_history_lies_within_the_bounds(seeds, seed, moves):
     start = random_position(seeds, random.Random(seed))
