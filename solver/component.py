@@ -32,7 +32,9 @@ def _slot(mover, opponent, mask):
 
 
 @njit(cache=True)
-def _grow(array, size):
+def grow(array, size):
+    """A copy of `array` with room for `size` rows (the first ones copied): a
+    graph explorer's arrays as the graph grows."""
     grown = np.empty((size,) + array.shape[1:], array.dtype)
     grown[: array.shape[0]] = array
     return grown
@@ -109,12 +111,12 @@ def _explore_component(mover0, opponent0, seeds, flat, starts, loaded, partial, 
                     return _no_component(1, size)
                 if size == capacity:
                     capacity *= 2
-                    movers = _grow(movers, capacity)
-                    opponents = _grow(opponents, capacity)
-                    exits = _grow(exits, capacity)
-                    edges = _grow(edges, capacity)
-                    edge_count = _grow(edge_count, capacity)
-                    fixed = _grow(fixed, capacity)
+                    movers = grow(movers, capacity)
+                    opponents = grow(opponents, capacity)
+                    exits = grow(exits, capacity)
+                    edges = grow(edges, capacity)
+                    edge_count = grow(edge_count, capacity)
+                    fixed = grow(fixed, capacity)
                     mask = np.uint64(4 * capacity - 1)
                     slots = np.full(4 * capacity, -1, np.int64)
                     for k in range(size):

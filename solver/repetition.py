@@ -46,6 +46,7 @@ import numpy as np
 from numba import njit
 
 from . import index
+from .component import grow
 from .errors import GameOverError
 from .position import Position
 from .rules import NOT_TERMINAL, ROW, board_seeds, legal_mask, play, row_seeds, terminal_value
@@ -58,13 +59,6 @@ UNKNOWN = np.int64(-1000)
 def _key_slot(mover, opponent, role, mask):
     h = index.position_hash(mover, opponent) ^ (np.uint64(role) * np.uint64(0x9E3779B97F4A7C15))
     return np.int64(h & mask)
-
-
-@njit(cache=True)
-def _grow(array, size):
-    grown = np.empty((size,) + array.shape[1:], array.dtype)
-    grown[: array.shape[0]] = array
-    return grown
 
 
 @njit(cache=True)
@@ -156,12 +150,12 @@ def _explore(root_mover, root_opponent, ends_mover, ends_opponent, ends_role, fl
                     return (1, size, *empty, root_edges, root_captured)
                 if size == capacity:
                     capacity *= 2
-                    movers = _grow(movers, capacity)
-                    opponents = _grow(opponents, capacity)
-                    roles = _grow(roles, capacity)
-                    fixed = _grow(fixed, capacity)
-                    edges = _grow(edges, capacity)
-                    captured = _grow(captured, capacity)
+                    movers = grow(movers, capacity)
+                    opponents = grow(opponents, capacity)
+                    roles = grow(roles, capacity)
+                    fixed = grow(fixed, capacity)
+                    edges = grow(edges, capacity)
+                    captured = grow(captured, capacity)
                     mask = np.uint64(4 * capacity - 1)
                     slots = np.full(4 * capacity, -1, np.int64)
                     for k in range(size):
@@ -304,17 +298,13 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
                         work[top] = parent
                         top += 1
             # What stays is won: add it to the attractor and spread again.
-            count = 0
-            for node in range(n):
-                if in_safe[node]:
-                    count += 1
-            if count == 0:
-                break
             for node in range(n):
                 if in_safe[node]:
                     in_attr[node] = True
                     work[top] = node
                     top += 1
+            if top == 0:
+                break
         won = 0
         for node in range(n):
             if in_attr[node]:
