@@ -328,7 +328,6 @@ def _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, upper):
             bound[node] = fixed[node] if roles[node] == 0 else -fixed[node]
         top_seeds = max(top_seeds, seeds_of[node])
     for seeds in range(top_seeds + 1):
-        nodes = np.empty(0, np.int64)
         count = 0
         for node in range(size):
             if seeds_of[node] == seeds and fixed[node] == UNKNOWN:
