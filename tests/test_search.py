@@ -579,6 +579,61 @@ def test_tables_that_arrive_during_a_search_are_used_by_its_next_iterations(tabl
         assert result.exact and result.value == value
 
 
+# A 14-seed root the split search proves in 22 plies with layers 0..12 in
+# memory, and not in 30 without them (the position of test_cli_search_json).
+ARRIVAL_ROOT = "0-0-3-0-0-1/2-2-0-2-2-2 S"
+
+
+def test_a_search_started_afresh_by_arriving_tables_searches_as_a_new_one(table_dir, held_reader):
+    """Layers that arrive near the root start the deepening over with an empty
+    transposition table and an empty move-ordering history: the iterations
+    after the start are a new Searcher's, node for node. (A history learned
+    without the tables once left the proof at depth 91 instead of 22, and a
+    search until exact could then end unproven at the deepest depth: CI
+    saw `search --time 0` return an estimate.)"""
+    fresh = Searcher(table_dir, max_table_seeds=12, hash_mb=8, threads=1, component_limit=0)  # read now
+    expected = fresh.search(ARRIVAL_ROOT, cycles="split")
+    assert expected.exact
+
+    searcher = Searcher(table_dir, hash_mb=8, threads=1, component_limit=0)
+
+    def after(depth, *_):
+        if depth == 10 and not held_reader.is_set():
+            assert searcher.table_layers == [0]
+            held_reader.set()
+            assert searcher.wait_for_tables(timeout=300)
+
+    result = searcher.search(ARRIVAL_ROOT, cycles="split", progress=after)
+    assert [depth for depth, *_ in result.iterations[:10]] == list(range(1, 11))
+    assert not any(exact for _, _, exact, _, _ in result.iterations[:10])
+    again = result.iterations[10:]
+    assert [(depth, value, exact, nodes) for depth, value, exact, nodes, _ in again] == [
+        (depth, value, exact, nodes) for depth, value, exact, nodes, _ in expected.iterations]
+    assert (result.exact, result.value, result.move) == (True, expected.value, expected.move)
+
+
+def test_a_search_until_exact_waits_at_its_deepest_depth_for_tables_still_coming(table_dir, held_reader,
+                                                                                monkeypatch):
+    """With no limit, a search that has searched every depth unproven while
+    the background reader still reads waits for the layers, starts afresh
+    with them, and ends exact. With a limit it does not wait."""
+    monkeypatch.setattr(search_module, "UNLIMITED_DEPTH", 25)
+    searcher = Searcher(table_dir, hash_mb=8, threads=1, component_limit=0)
+    limited = searcher.search(ARRIVAL_ROOT, cycles="split", depth=25)
+    assert not limited.exact and limited.depth == 25 and searcher.table_layers == [0]
+    seen = []
+
+    def after(depth, *_):
+        seen.append(depth)
+        if depth == 25:
+            held_reader.set()  # read in the background: not waited for here
+
+    result = searcher.search(ARRIVAL_ROOT, cycles="split", progress=after)
+    assert seen[:26] == [*range(1, 26), 1]
+    assert searcher.table_layers == list(range(13))
+    assert result.exact and result.value == 1 and result.depth < 25
+
+
 def _capture_into_a_searched_layer(tablebase, rng, seeds, table_seeds):
     """A position of `seeds` seeds, not won by every seed, with a capture whose
     child is above the tables (so searched, right after a capture):
