@@ -940,7 +940,8 @@ class Searcher:
 
         Limits: `depth` plies, `time` seconds, `nodes`; with none the search
         runs until its value is exact (which can take very long far above
-        the tables). The search stops as soon as the value is exact. A time
+        the tables), waiting at its deepest depth for layers the background
+        reader still reads. The search stops as soon as the value is exact. A time
         limit is kept: the search returns within it (a stop flag the kernel
         reads every STOP_CHECK nodes), and no depth starts that the last two
         predict cannot finish.
