@@ -276,7 +276,10 @@ def evaluate_and_threat(mover: np.uint64, opponent: np.uint64, weights: np.ndarr
 # first house lowest; a pair's is capped mover's seeds * (PAIR_CAP + 1) +
 # capped opponent's seeds.
 
-PATTERN_BANDS = (0, 16, 21)  # the lowest seed count of each band: 0-15, 16-20, 21-48
+# The lowest seed count of each band: 0-15, 16-20, 21-24, 25-28, 29-32, 33-48.
+# Four bands above 20 rather than one: a band fitted on layers near the ones
+# it is used on (33 and 34 for 35-48) estimates them better (PERFORMANCE.md).
+PATTERN_BANDS = (0, 16, 21, 25, 29, 33)
 WINDOW_COUNT = 12
 WINDOW_HOUSES = 4
 WINDOW_CAP = 3
@@ -299,7 +302,10 @@ LANE_CAP_12 = np.int64(PAIR_CAP)
 @njit(cache=True, inline="always")
 def pattern_band(seeds: int | np.integer) -> int:
     """The band (an index of PATTERN_BANDS) of a position of `seeds` seeds."""
-    return int(seeds >= PATTERN_BANDS[1]) + int(seeds >= PATTERN_BANDS[2])
+    band = 0
+    for low in PATTERN_BANDS[1:]:
+        band += int(seeds >= low)
+    return band
 
 
 @njit(cache=True, inline="always")
@@ -403,7 +409,7 @@ def linear_weights_path() -> str:
     return str(resources.files("solver") / "data" / LINEAR_WEIGHTS_FILE)
 
 
-MAX_WEIGHTS_BYTES = 1 << 20  # the shipped files: 3 KB linear, 200 KB of patterns
+MAX_WEIGHTS_BYTES = 1 << 20  # the shipped files: 3 KB linear, 400 KB of patterns
 # Every feature that is not 0 is at least 1 in size and an estimate is clipped
 # to the 48 seeds, so a weight far beyond 48 only lives by cancelling others:
 # a fit of the tables' values gives weights of a few seeds (the shipped ones,

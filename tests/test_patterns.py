@@ -29,6 +29,7 @@ from solver.evaluation import (
     board_estimates,
     default_weights_path,
     load_weights,
+    pattern_band,
     pattern_columns,
     save_weights,
 )
@@ -40,8 +41,12 @@ from solver.tables import CHUNK
 
 
 def naive_band(seeds):
-    """0-15 seeds: band 0, 16-20: band 1, 21 and more: band 2."""
-    return 0 if seeds <= 15 else 1 if seeds <= 20 else 2
+    """0-15 seeds: band 0, 16-20: 1, 21-24: 2, 25-28: 3, 29-32: 4, 33 and more: 5."""
+    if seeds <= 15:
+        return 0
+    if seeds <= 20:
+        return 1
+    return min(2 + (seeds - 21) // 4, 5)
 
 
 def naive_columns(board):
@@ -82,8 +87,12 @@ def grid_weights(seed, step=32):
 
 
 def test_the_layout_is_the_documented_one():
-    assert PATTERN_BANDS == (0, 16, 21) and PATTERN_COUNT == 12 + 36
-    assert BAND_SIZE == FEATURE_COUNT + 12 * 256 + 36 * 169 and PATTERN_SIZE == 3 * BAND_SIZE
+    assert PATTERN_BANDS == (0, 16, 21, 25, 29, 33) and PATTERN_COUNT == 12 + 36
+    assert BAND_SIZE == FEATURE_COUNT + 12 * 256 + 36 * 169 and PATTERN_SIZE == 6 * BAND_SIZE
+
+
+def test_every_seed_count_has_the_documented_band():
+    assert [pattern_band(seeds) for seeds in range(49)] == [naive_band(seeds) for seeds in range(49)]
 
 
 @settings(max_examples=300, deadline=None)
