@@ -48,6 +48,10 @@ missing are played; the score covers them all. The journal is refused when
 anything differs: the engines, the move time, the openings, or the code
 (the checkout's commit and a digest of its uncommitted changes), so that a
 match spread over several sittings is still one match of one program.
+Each game's line holds every engine move as [ply, engine, milliseconds,
+depth, score, what the engine said last on an ``info string`` line], so
+that a move can be read as it was played. --engine-logs FOLDER keeps each
+UCI engine's standard error (its log lines) there.
 A move that takes more than 5% of the move time plus 20 ms past it counts
 as late (the move stands); the score line says how many each engine had.
 
@@ -195,15 +199,16 @@ def check_awele_value(key, value):
     return value
 
 
-def make_engine(spec, uci_options=(), grace=2.0):
-    """An engine object from its specification (see the module docstring)."""
+def make_engine(spec, uci_options=(), grace=2.0, log=None):
+    """An engine object from its specification (see the module docstring);
+    `log`: a file path a UCI engine's standard error is appended to."""
     kind, colon, body = spec.partition(":")
     if kind == "awele" and colon:
         return AweleEngine(spec, body)
     if kind == "awele" and not colon:
         return AweleEngine(spec, "")
     if kind == "uci" and body.strip():
-        return UciEngine(spec, body, uci_options, grace)
+        return UciEngine(spec, body, uci_options, grace, log)
     raise MatchError(f"engine {spec!r}: write awele:KEY=VALUE,... or uci:COMMAND LINE")
 
 
@@ -217,6 +222,7 @@ class Answer:
     value: int | None = None
     exact: bool | None = None
     failure: str | None = None  # why the engine gave no usable move
+    said: str | None = None  # the engine's last "info string" line (UCI), or source and rule (awele)
 
 
 class AweleEngine:
@@ -262,7 +268,8 @@ class AweleEngine:
             result = self.searcher.search(game, **options)
         except (AweleError, TypeError, ValueError) as error:
             return Answer(None, time.perf_counter() - started, failure=f"search failed: {error}")
-        return Answer(result.move, time.perf_counter() - started, result.depth, result.value, result.exact)
+        return Answer(result.move, time.perf_counter() - started, result.depth, result.value, result.exact,
+                      said=f"source {result.source}; rule {result.rule}")
 
     def close(self):
         self.tablebase.close()
@@ -277,8 +284,9 @@ class UciEngine:
     # while another engine reads too); an engine that exits is seen at once.
     READY_SECONDS = 600.0
 
-    def __init__(self, spec, command, options=(), grace=2.0):
+    def __init__(self, spec, command, options=(), grace=2.0, log=None):
         self.spec = spec
+        self.log = log
         try:
             self.command = shlex.split(command)
         except ValueError as error:  # an unbalanced quote
@@ -294,13 +302,20 @@ class UciEngine:
 
     def start(self):
         try:
+            errors = subprocess.DEVNULL if self.log is None else open(self.log, "ab")
+        except OSError as error:
+            raise MatchError(f"cannot write the engine log {self.log}: {error.strerror or error}") from None
+        try:
             # An engine's output is decoded with what is not UTF-8 replaced: a
             # stray byte is the engine's fault, never the match's end.
             self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL, text=True, bufsize=1, encoding="utf-8",
+                                            stderr=errors, text=True, bufsize=1, encoding="utf-8",
                                             errors="replace")
         except (OSError, ValueError) as error:
             raise MatchError(f"engine {self.spec!r} cannot start: {error}") from None
+        finally:
+            if errors is not subprocess.DEVNULL:
+                errors.close()  # the engine holds its own copy
         self.lines = queue.Queue()
         self.ended = threading.Event()  # set when the engine's output ends
         threading.Thread(target=self._read, args=(self.process.stdout, self.lines, self.ended), daemon=True).start()
@@ -368,7 +383,7 @@ class UciEngine:
         go = f"go nodes {nodes}" if nodes is not None else f"go movetime {max(1, round(movetime * 1000))}"
         if not self.send(go):
             return Answer(None, 0.0, failure="the engine has exited")
-        depth = value = None
+        depth = value = said = None
         deadline = (NODES_WAIT if nodes is not None else movetime) + self.grace
         stopped = False
         while True:
@@ -389,13 +404,15 @@ class UciEngine:
             words = line.split()
             if words[:1] == ["info"]:
                 depth, value = _info_depth_value(words, depth, value)
+                if words[1:2] == ["string"]:
+                    said = " ".join(words[2:])
             elif words[:1] == ["bestmove"]:
                 seconds = time.perf_counter() - started
                 move = words[1] if len(words) > 1 else None
                 if stopped:
                     return Answer(None, seconds, depth, value,
                                   failure=f"answered only after stop ({seconds:.2f} s on a {movetime:g} s move)")
-                return Answer(move, seconds, depth, value)
+                return Answer(move, seconds, depth, value, said=said)
 
     def _drain(self):
         while True:
@@ -534,6 +551,9 @@ class GameRecord:
     seconds: dict = field(default_factory=dict)  # engine -> longest move (s)
     depths: dict = field(default_factory=dict)  # engine -> mean finished depth
     late: dict = field(default_factory=dict)  # engine -> moves over the budget's allowance (late_limit)
+    # Every engine move: [ply, engine, milliseconds, depth, score, what it said], so
+    # that a move can be read as it was played (a replay may not reproduce it).
+    moves: list = field(default_factory=list)
 
 
 def late_limit(movetime):
@@ -553,6 +573,7 @@ def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, a
     longest = {"A": 0.0, "B": 0.0}
     late = {"A": 0, "B": 0}
     depths = {"A": [], "B": []}
+    moves = []
     forfeit = None
     while not game.is_over() and len(game.moves) < max_plies:
         name = side_of[game.position.to_move]
@@ -561,6 +582,7 @@ def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, a
         late[name] += nodes is None and answer.seconds > late_limit(movetime)
         if answer.depth:
             depths[name].append(answer.depth)
+        moves.append([len(game.moves), name, round(1000 * answer.seconds), answer.depth, answer.value, answer.said])
         if answer.failure is not None:
             forfeit = (game.position.to_move, answer.failure)
             break
@@ -599,6 +621,7 @@ def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, a
     record.seconds = {k: round(v, 3) for k, v in longest.items()}
     record.late = late
     record.depths = {k: round(sum(v) / len(v), 1) for k, v in depths.items() if v}
+    record.moves = moves
     return record
 
 
@@ -615,8 +638,18 @@ def schedule(openings):
 _WORKER = {}
 
 
-def _start_worker(spec_a, spec_b, uci_options, grace):
-    _WORKER["engines"] = {"A": make_engine(spec_a, uci_options, grace), "B": make_engine(spec_b, uci_options, grace)}
+def _engines(spec_a, spec_b, uci_options, grace, logs):
+    """Engines A and B; with `logs` (a folder), each UCI engine's standard error
+    goes to logs/A-PID.log or logs/B-PID.log, PID the playing process's."""
+    def log(name):
+        return None if logs is None else os.path.join(logs, f"{name}-{os.getpid()}.log")
+
+    return {"A": make_engine(spec_a, uci_options, grace, log("A")),
+            "B": make_engine(spec_b, uci_options, grace, log("B"))}
+
+
+def _start_worker(spec_a, spec_b, uci_options, grace, logs):
+    _WORKER["engines"] = _engines(spec_a, spec_b, uci_options, grace, logs)
 
 
 def _play_in_worker(job, movetime, max_plies, adjudicate, nodes):
@@ -624,15 +657,16 @@ def _play_in_worker(job, movetime, max_plies, adjudicate, nodes):
 
 
 def run_match(spec_a, spec_b, openings, movetime, max_plies=300, adjudicate="own", concurrency=1,
-              uci_options=(), grace=2.0, report=None, skip=(), nodes=None):
+              uci_options=(), grace=2.0, report=None, skip=(), nodes=None, logs=None):
     """Play every game pair (but the game numbers in `skip`); return the
-    GameRecords in game order. `report(record)` is called as each game finishes."""
+    GameRecords in game order. `report(record)` is called as each game
+    finishes. `logs`: a folder for the UCI engines' standard error."""
     jobs = [job for job in schedule(openings) if job[0] not in set(skip)]
     if not jobs:
         return []
     records = []
     if concurrency <= 1:
-        engines = {"A": make_engine(spec_a, uci_options, grace), "B": make_engine(spec_b, uci_options, grace)}
+        engines = _engines(spec_a, spec_b, uci_options, grace, logs)
         try:
             for job in jobs:
                 record = play_game(engines, *job, movetime, max_plies, adjudicate, nodes)
@@ -648,7 +682,7 @@ def run_match(spec_a, spec_b, openings, movetime, max_plies=300, adjudicate="own
     # Processes, not threads: a numba search holds the interpreter lock.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(concurrency, mp_context=context, initializer=_start_worker,
-                             initargs=(spec_a, spec_b, tuple(uci_options), grace)) as pool:
+                             initargs=(spec_a, spec_b, tuple(uci_options), grace, logs)) as pool:
         futures = [pool.submit(_play_in_worker, job, movetime, max_plies, adjudicate, nodes) for job in jobs]
         for future in as_completed(futures):
             record = future.result()
@@ -871,6 +905,9 @@ def main(argv=None):
     parser.add_argument("--journal", default=None, metavar="FILE",
                         help="keep every finished game in FILE; run again with the same FILE and arguments to "
                              "play only the games still missing (a match over several sittings)")
+    parser.add_argument("--engine-logs", default=None, metavar="FOLDER",
+                        help="keep each UCI engine's standard error in FOLDER/A-PID.log, FOLDER/B-PID.log "
+                             "(default: thrown away)")
     parser.add_argument("--json", action="store_true", help="print JSON on stdout (game lines go to stderr)")
     args = parser.parse_args(argv)
 
@@ -896,6 +933,8 @@ def main(argv=None):
         for name, path in (("--pgn", args.pgn), ("--journal", args.journal)):
             if path is not None and not os.path.isdir(os.path.dirname(path) or "."):
                 raise MatchError(f"{name} {path}: the folder {os.path.dirname(path)} does not exist")
+        if args.engine_logs is not None and not os.path.isdir(args.engine_logs):
+            raise MatchError(f"--engine-logs {args.engine_logs}: not a folder")
         openings = choose_openings(args.openings, args.opening_plies, args.seed, args.openings_file)
         names = {"A": args.engine_a, "B": args.engine_b}
         out = sys.stderr if args.json else sys.stdout
@@ -933,7 +972,7 @@ def main(argv=None):
 
             records = run_match(args.engine_a, args.engine_b, openings, args.movetime, args.max_plies,
                                 args.adjudicate, args.concurrency, args.uci_option, args.grace, report,
-                                skip=[r.number for r in earlier], nodes=args.nodes)
+                                skip=[r.number for r in earlier], nodes=args.nodes, logs=args.engine_logs)
             records = sorted(earlier + records, key=lambda r: r.number)
     except MatchError as error:
         print(f"match: error: {error}", file=sys.stderr)

@@ -153,6 +153,8 @@ FAKE_ENGINE = textwrap.dedent(
                 sys.stdout.flush(); sys.stdout.buffer.write(b"info string \\xc3( \\x80\\n"); sys.stdout.buffer.flush()
             if mode in ("first", "garbage"):
                 print("info depth 1 score cp 0 pv " + game.legal_moves()[0])
+                print("info string the first of " + str(len(game.legal_moves())))
+                print("a log line", file=sys.stderr, flush=True)
                 print("bestmove " + game.legal_moves()[0])
             elif mode == "illegal":
                 print("bestmove " + ("f" if game.position.to_move == "S" else "F"))
@@ -179,6 +181,25 @@ def test_a_uci_engine_is_driven_by_position_and_go(no_tables, fake_engine):
     for r in records:
         replayed(r)
         assert "forfeits" not in r.termination
+
+
+def test_every_move_is_journalled_with_what_the_engine_said_and_its_log_kept(no_tables, fake_engine, tmp_path):
+    records = match.run_match(fake_engine("first"), tiny(1, no_tables), ["1. F b"], movetime=0.3, max_plies=12,
+                              grace=5, logs=str(tmp_path))
+    for r in records:
+        game = replayed(r)
+        assert [entry[0] for entry in r.moves] == list(range(2, len(game.moves)))
+        for ply, engine, milliseconds, depth, score, said in r.moves:
+            south = ply % 2 == 0  # the opening's two plies: South moves at even plies
+            assert engine == ("A" if south == (r.south == "A") else "B")
+            assert milliseconds >= 0
+            if engine == "A":  # the fake: depth 1, score 0, then one info string
+                assert (depth, score) == (1, 0)
+                assert said == f"the first of {len(game.positions[ply].legal_moves())}"
+            else:
+                assert said.startswith("source ") and depth >= 1
+    logs = sorted(tmp_path.glob("A-*.log"))
+    assert len(logs) == 1 and "a log line" in logs[0].read_text()
 
 
 @pytest.mark.parametrize("mode, why, grace", [("illegal", "illegal move", 10), ("silent", "nor after stop", 0.3),
