@@ -187,6 +187,24 @@ def tt_store(
     tt[slot_used, 2] = data
 
 
+@njit(cache=True)
+def tt_prefer_move(tt: np.ndarray, mask: int, mover: np.uint64, opponent: np.uint64, move: int) -> None:
+    """Make `move` the one the position's entry has the search try first,
+    its score kept; with no entry, a new one of depth 0 (which orders moves
+    and never cuts). The root of each iteration gets its last best move so:
+    an entry stored deeper (or proven in another search, where the line
+    above differed) would otherwise keep its own move first there."""
+    hashed = index.position_hash(mover, opponent)
+    slot = _slot(hashed, mask)
+    check = _check(hashed)
+    for way in range(2):
+        data = tt[slot + way, 2]
+        if tt[slot + way, 0] == mover and tt[slot + way, 1] == opponent and data & _CHECK_MASK == check:
+            tt[slot + way, 2] = (data & ~np.uint64(7 << 18)) | (np.uint64(move) << np.uint64(18))
+            return
+    tt_store(tt, mask, mover, opponent, 0, UPPER, 0, move, False)
+
+
 @njit(cache=True, inline="always")
 def tt_unpack(data: np.uint64) -> tuple[int | np.int64, int | np.int64, int | np.int64, int | np.int64]:
     """(value, bound, depth, move) of a data word."""
@@ -1135,12 +1153,27 @@ class Searcher:
                 result.move = max(proven.moves, key=lambda move: proven.moves[move])
                 result.line = [result.move]
         if result.move is None:
-            # Not even depth 1 finished within the limits: any legal move, no value.
-            result.move = position.legal_moves()[0]
+            # Not even depth 1 finished within the limits: no value, and the
+            # move the known values (tables, solved components) rank best when
+            # they know every child, else the first legal one.
+            result.move = self._move_by_known_values(position)
         result.seconds = _time.perf_counter() - run.started
         if result.exact:
             deadline = None if run.end is None else max(run.end, _time.perf_counter())
             result._extend = lambda line: self._extend_line(position, line, result.cycles, deadline)
+
+    def _move_by_known_values(self, position):
+        """The move whose seeds captured less its child's known value is the
+        largest (the first legal move when a child's value is not known)."""
+        moves = position.legal_moves()
+        scored = []
+        for move in moves:
+            child, captured = position.play_capture(move)
+            value = self.known(child)
+            if value is None:
+                return moves[0]
+            scored.append((captured - value, -len(scored), move))
+        return max(scored)[2]
 
     def _from_tables(self, position, result, started, history, game=None, end=None):
         # Choosing a winner's move that makes progress ranks the positions
@@ -1389,6 +1422,7 @@ class _Run:
                 break
             iteration = self.next_depth
             tick = _time.perf_counter()
+            self._first_at_root()
             self.pv_length[self.root] = 0
             score, proven, used, aborted, on_split = self.iterate(iteration, budget if node_budget < UNLIMITED
                                                                   else UNLIMITED)
@@ -1413,6 +1447,20 @@ class _Run:
                               _letters(self.position, self.houses))
             if proven:
                 break
+
+    def _first_at_root(self):
+        """Have the next iteration search the last one's best move first. A cut
+        short iteration gives the best of the root moves it searched to the
+        end (_cut_short), which is then at least a deeper look at that move:
+        were another searched first (the move of a root entry stored deeper,
+        or proven in an earlier search with another line above), the end
+        could fall while the best move was still searched and give that one,
+        however bad (issue 37's missed saves: a move the tables value -9
+        played for one valued +9)."""
+        if self.houses:
+            tt = self.searcher.tt
+            tt_prefer_move(tt, np.uint64(tt.shape[0] - 1), self.path_mover[self.root],
+                           self.path_opponent[self.root], self.houses[0])
 
     def _wait_for_tables(self, deadline, node_budget):
         """In a search with no limit (until exact), wait while it is not

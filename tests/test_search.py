@@ -1001,3 +1001,65 @@ def test_every_move_values_are_the_tables_where_exact(table_dir, tablebase, sear
     _agrees(result.value, result.move, move_rows(result.moves))
     if all(m.exact for m in result.moves):
         assert result.exact and result.value == tablebase.value(position)
+
+
+def test_each_iteration_searches_the_last_best_move_first(table_dir):
+    """An iteration cut short by the time limit gives the best root move it
+    searched to the end, which is sound only when it began with the last
+    iteration's best move. A root entry stored deeper with another move (left
+    by an earlier search, where the line above differed) would put that move
+    first: the run has the entry name the last best move instead, its score
+    and depth kept."""
+    from solver.search import INFINITE, _Run, SearchResult
+
+    position = next(p for p in (random_position(30, random.Random(seed)) for seed in range(100))
+                    if not p.is_over() and len(p.legal_moves()) >= 2)
+    searcher = Searcher(table_dir, max_table_seeds=6, threads=1)
+    best = position.house_of(searcher.search(position, depth=4, cycles="own").move)
+    other = next(position.house_of(m) for m in position.legal_moves() if position.house_of(m) != best)
+    mask = np.uint64(searcher.tt.shape[0] - 1)
+    mover, opponent = position.packed()
+    tt_store(searcher.tt, mask, mover, opponent, -3, 2, 200, other, False)  # UPPER, depth 200, another move
+
+    def first_searched(run):
+        # One node: the root's moves come back in the order searched.
+        run._kernel(run.main, run.root, 6, (-INFINITE, INFINITE), 0, 1, 0)
+        return int(run.main.top_moves[0, 0])
+
+    run = _Run(searcher, position, None, "own", SearchResult(position, "own"), None, 0.0, 1, None)
+    assert first_searched(run) == other  # the hazard: the stored entry's move first
+    run.houses = [best]  # as after an iteration that found `best`
+    run._first_at_root()
+    assert first_searched(run) == best
+    assert tt_unpack(tt_probe(searcher.tt, mask, mover, opponent)) == (-3, 2, 200, best)
+    fresh = Searcher(table_dir, max_table_seeds=6, threads=1, hash_mb=1)  # no entry: one of depth 0 is made
+    fresh.search(position, depth=1, cycles="own")
+    fresh.tt[:] = 0
+    run = _Run(fresh, position, None, "own", SearchResult(position, "own"), None, 0.0, 1, None)
+    run.houses = [other]
+    run._first_at_root()
+    assert first_searched(run) == other
+    assert tt_unpack(tt_probe(fresh.tt, np.uint64(fresh.tt.shape[0] - 1), mover, opponent))[2:] == (0, other)
+
+
+def test_a_search_stopped_before_depth_1_plays_the_move_the_tables_rank_best(table_dir, tablebase):
+    """Inside the tables under the true rule a root is searched; stopped after
+    one node (no iteration finished) it has no value, and its move is the one
+    the tables rank best, not merely the first legal one."""
+    rng = random.Random(11)
+    searcher = Searcher(table_dir, max_table_seeds=8, threads=1)
+    tried = 0
+    while tried < 20:
+        position = random_position(8, rng)
+        if position.is_over() or not searcher.searches_inside_tables(position):
+            continue
+        children = {move: position.play_capture(move) for move in position.legal_moves()}
+        if any(child.is_over() for child, _ in children.values()):
+            continue
+        scores = {move: captured - tablebase.value(child) for move, (child, captured) in children.items()}
+        if len(set(scores.values())) < 2:
+            continue
+        tried += 1
+        result = searcher.search(position, nodes=1)
+        assert result.depth == 0 and result.value is None
+        assert scores[result.move] == max(scores.values()), (position, result.move, scores)
