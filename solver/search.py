@@ -1166,7 +1166,7 @@ class Searcher:
         """The move whose seeds captured less its child's known value is the
         largest (the first legal move when a child's value is not known)."""
         moves = position.legal_moves()
-        scored = []
+        scored: list[tuple[int, int, str]] = []
         for move in moves:
             child, captured = position.play_capture(move)
             value = self.known(child)

@@ -1010,7 +1010,7 @@ def test_each_iteration_searches_the_last_best_move_first(table_dir):
     by an earlier search, where the line above differed) would put that move
     first: the run has the entry name the last best move instead, its score
     and depth kept."""
-    from solver.search import INFINITE, _Run, SearchResult
+    from solver.search import INFINITE, SearchResult, _Run
 
     position = next(p for p in (random_position(30, random.Random(seed)) for seed in range(100))
                     if not p.is_over() and len(p.legal_moves()) >= 2)
