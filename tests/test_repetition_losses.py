@@ -135,3 +135,34 @@ def test_the_command_judges_a_journal_with_real_bounds(table_dir, tmp_path, caps
     assert losses.main([str(journal), "--tables", table_dir, "--max-seeds", "12", "--engine",
                         "B" if row["loser"] == "A" else "A", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"]["games_lost_by_repetition"] == 0
+
+
+def test_worse_moves_bounds_the_moves_the_tables_value_below_their_best(table_dir, tmp_path, capsys):
+    """--worse-moves: every decision of the engine in every game; those whose
+    move the tables value below another are bounded, and "proven worse" is
+    the move played's upper bound below the position's lower bound."""
+    game = game_lost_by_repetition(max_seeds=8, seed=2)  # random moves: many below the tables' best
+    settings = {"kind": losses.JOURNAL_KIND, "engines": {"A": "a", "B": "b"}, "movetime": 1.0}
+    said = [[ply, "A" if ply % 2 == 0 else "B", 5, 3, 0, f"move {ply}"] for ply in range(len(game.moves))]
+    record = {"number": 1, "south": "A", "record": game.record(), "result": list(game.result()),
+              "winner": game.outcome(), "termination": "repetition", "moves": said}
+    journal = tmp_path / "match.jsonl"
+    journal.write_text(json.dumps(settings) + "\n" + json.dumps(record) + "\n")
+    assert losses.main([str(journal), "--tables", table_dir, "--max-seeds", "12", "--worse-moves", "--engine", "A",
+                        "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    summary, rows = report["summary"], report["decisions"]
+    south_plies = [ply for ply in range(len(game.moves))
+                   if game.positions[ply].to_move == "S" and game.positions[ply].seeds <= 12]
+    assert summary["decisions"] == len(south_plies)
+    assert summary["below_the_tables_best"] == len(rows) > 0
+    assert summary["solved"] == sum(row["moves"] is not None for row in rows)
+    assert summary["proven_worse"] == sum(row["proven_worse"] for row in rows)
+    for row in rows:
+        assert row["ply"] in south_plies and row["journal"] == said[row["ply"]]
+        assert row["tables"][row["played"]] < max(row["tables"].values())
+        if row["moves"] is not None:
+            lower = max(low for low, _ in row["moves"].values())
+            assert row["proven_worse"] == (row["moves"][row["played"]][1] < lower)
+    with pytest.raises(SystemExit):
+        losses.main([str(journal), "--tables", table_dir, "--worse-moves"])  # which engine?
