@@ -240,7 +240,9 @@ def test_the_table_answer_applies_the_true_rule_to_the_games_history(table_dir, 
 
 
 def test_go_limits_follow_the_side_to_moves_clock():
-    assert uci.parse_go(["movetime", "500"], "S").time == pytest.approx(0.5 - uci.RESPONSE_MARGIN)
+    assert uci.parse_go(["movetime", "500"], "S").time == pytest.approx(0.5 - 0.015)  # 3% of a short move time
+    assert uci.parse_go(["movetime", "100"], "N").time == pytest.approx(0.097)
+    assert uci.parse_go(["movetime", "2000"], "S").time == pytest.approx(2 - uci.RESPONSE_MARGIN)  # 20 ms at most
     south = uci.parse_go(["wtime", "30000", "btime", "3000", "winc", "1000", "binc", "0"], "S")
     north = uci.parse_go(["wtime", "30000", "btime", "3000", "winc", "1000", "binc", "0"], "N")
     assert south.time == pytest.approx(30 / uci.MOVES_TO_GO + 0.75)
