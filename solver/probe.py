@@ -31,6 +31,7 @@ from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, pla
 
 WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
 CACHE_CHUNKS = 64  # checked chunks kept per open file (64 of 256 Ki positions: 16 MiB)
+PROGRESS_BATCH = 256  # positions of the ranking toward leaving a layer expanded between two looks at the clock
 
 
 @njit(cache=True)
@@ -442,11 +443,18 @@ class Tablebase:
         radius = -1  # every position within `radius` plies of the root is explored
         ranked_at = 0
         again_at = None  # the radius at which to rank again: the root's rank so far
+        def past_deadline():
+            return deadline is not None and time.perf_counter() > deadline
+
         while level:
-            if len(nodes) + len(level) > limit or (deadline is not None and time.perf_counter() > deadline):
+            if len(nodes) + len(level) > limit or past_deadline():
                 return None
-            for node, (_, edges) in self._best_edges(list(level)).items():
-                nodes[node] = (level[node], edges)
+            boards = list(level)
+            for start in range(0, len(boards), PROGRESS_BATCH):  # a few ms each: the deadline is looked at between
+                if start and past_deadline():
+                    return None
+                for node, (_, edges) in self._best_edges(boards[start:start + PROGRESS_BATCH]).items():
+                    nodes[node] = (level[node], edges)
             following = {}
             for node in level:
                 winner, edges = nodes[node]
@@ -463,6 +471,8 @@ class Tablebase:
             else:
                 due = len(nodes) >= 1.1 * ranked_at
             if due or not level:
+                if past_deadline():  # a pass over every position explored: tens of ms when they are many
+                    return None
                 ranked_at = len(nodes)
                 rank = _attractor(nodes)
                 if root in rank:

@@ -263,8 +263,9 @@ def test_a_journal_resumes_a_match_and_refuses_another(no_tables, capsys, tmp_pa
     resumed = json.loads(captured.out)
     assert "2 games played, 2 to play" in captured.err
     assert "game 1/4" not in captured.err and "game 3/4" in captured.err
-    def played(games):  # the games without their timings
-        return [{k: v for k, v in g.items() if k not in ("seconds", "late")} for g in games]
+    def played(games):  # the games without their timings (each move's milliseconds included)
+        return [{**{k: v for k, v in g.items() if k not in ("seconds", "late")},
+                 "moves": [entry[:2] + entry[3:] for entry in g["moves"]]} for g in games]
 
     assert played(resumed["games"]) == played(whole["games"])  # fixed depths: the same games again
     assert len(journal.read_text().splitlines()) == 5
