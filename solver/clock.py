@@ -44,6 +44,19 @@ def margin(started: float, end: float) -> float:
     return min(STOP_MARGIN, STOP_MARGIN_SHARE * (end - started))
 
 
+# Work after the search or instead of it (a table answer, the line of an exact
+# value: ranking toward leaving a layer) looks at the clock only between steps
+# of a few milliseconds, tens under load: it stops this share of the time, and
+# at least ANSWER_MARGIN seconds, before the end (0.1 s a move: at 67 ms).
+ANSWER_MARGIN, ANSWER_MARGIN_SHARE = 0.03, 0.1
+
+
+def answer_deadline(started: float, end: float) -> float:
+    """The time (time.perf_counter()) by which work besides the search of a
+    search that started at `started` and must end at `end` stops."""
+    return end - max(ANSWER_MARGIN, ANSWER_MARGIN_SHARE * (end - started))
+
+
 def predicted(spent: list[float]) -> float:
     """Seconds the next iteration should take, from the last two: the last
     times their ratio (iterations grow by a roughly steady factor)."""

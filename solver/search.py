@@ -69,7 +69,7 @@ import numpy as np
 from numba import njit
 
 from . import index
-from .clock import DEADLINE, STOP, STOPPED, Clock, margin
+from .clock import DEADLINE, STOP, STOPPED, Clock, answer_deadline
 from .component import SolvedComponents
 from .errors import GameOverError, MissingTableError, SearchError, TablebaseClosedError, TableError
 from .evaluation import evaluate_and_threat, load_weights
@@ -1159,7 +1159,8 @@ class Searcher:
             result.move = self._move_by_known_values(position)
         result.seconds = _time.perf_counter() - run.started
         if result.exact:
-            deadline = None if run.end is None else max(run.end, _time.perf_counter())
+            # The line is extended when asked for, stopping where a table answer's ranking would.
+            deadline = None if run.end is None else max(answer_deadline(run.started, run.end), _time.perf_counter())
             result._extend = lambda line: self._extend_line(position, line, result.cycles, deadline)
 
     def _move_by_known_values(self, position):
@@ -1179,7 +1180,7 @@ class Searcher:
         # Choosing a winner's move that makes progress ranks the positions
         # ahead, which can take seconds in a large layer: within a time limit
         # it is given up at the limit (a capture, else a new position, is played).
-        deadline = None if end is None else end - margin(started, end)
+        deadline = None if end is None else answer_deadline(started, end)
         first = self.tablebase.line(position, max_plies=1, deadline=deadline)  # a best move that makes progress
         choice = first.moves[0]
         if result.cycles == "own" and game is not None:

@@ -69,7 +69,6 @@ RESPONSE_MARGIN = 0.02  # seconds kept back from a move time for reading and ans
 # its time to the margins (0.1 s: 20 ms here, 4 ms more for the search to stop).
 # A GUI allows 5% + 20 ms past a move time; the answer comes well before it.
 RESPONSE_SHARE = 0.03
-TABLE_ANSWER_MARGIN = 0.03  # seconds at least kept back from a table answer's ranking deadline
 
 
 def response_margin(seconds: float) -> float:
@@ -624,6 +623,8 @@ class UciEngine:
         self.say(said)
 
     def _answer(self, game, limits, started):
+        from .clock import answer_deadline  # here: the clock imports numba, which `uci` must not wait for
+
         searcher = self._ensure_searcher()
         options = self.options
         position = game.position
@@ -638,12 +639,10 @@ class UciEngine:
         if options["usetables"] and tablebase.has_layer(position.seeds) and not reading and (
                 max_table_seeds < 0 or position.seeds <= max_table_seeds) and position.seeds not in left_out:
             try:
-                # The ranking toward leaving the layer stops at this deadline,
-                # a step after it: a tenth of the time, 30 ms at least, is kept
-                # for that step and the answer (the 0.1 s match of 2026-12-06
-                # had table answers 35 ms past a deadline of 0.9 of the time).
-                deadline = None if limits.time is None else started + limits.time - max(0.1 * limits.time,
-                                                                                          TABLE_ANSWER_MARGIN)
+                # The ranking toward leaving the layer stops a step after its
+                # deadline (the 0.1 s match of 2026-12-06 had table answers
+                # 35 ms past a deadline of 0.9 of the time).
+                deadline = None if limits.time is None else answer_deadline(started, started + limits.time)
                 if not searcher.searches_inside_tables(position, options["cycles"]):
                     return table_answer(tablebase, game, deadline)
                 # Its table value may rest on endless play, which the true rule
