@@ -138,16 +138,22 @@ def _check(hashed):
 
 
 @njit(cache=True, inline="always")
-def tt_probe(tt: np.ndarray, mask: int, mover: np.uint64, opponent: np.uint64) -> np.uint64:
-    """The data word of the position's entry (check bits cleared), 0 if none."""
+def _tt_row(tt: np.ndarray, mask: int, mover: np.uint64, opponent: np.uint64) -> int:
+    """The row holding the position's entry (its key and check bits match), -1 if none."""
     hashed = index.position_hash(mover, opponent)
     slot = _slot(hashed, mask)
     check = _check(hashed)
     for way in range(2):
-        data = tt[slot + way, 2]
-        if tt[slot + way, 0] == mover and tt[slot + way, 1] == opponent and data & _CHECK_MASK == check:
-            return data & _DATA_MASK
-    return np.uint64(0)
+        if tt[slot + way, 0] == mover and tt[slot + way, 1] == opponent and tt[slot + way, 2] & _CHECK_MASK == check:
+            return slot + way
+    return -1
+
+
+@njit(cache=True, inline="always")
+def tt_probe(tt: np.ndarray, mask: int, mover: np.uint64, opponent: np.uint64) -> np.uint64:
+    """The data word of the position's entry (check bits cleared), 0 if none."""
+    row = _tt_row(tt, mask, mover, opponent)
+    return np.uint64(0) if row < 0 else tt[row, 2] & _DATA_MASK
 
 
 @njit(cache=True, inline="always")
@@ -194,15 +200,11 @@ def tt_prefer_move(tt: np.ndarray, mask: int, mover: np.uint64, opponent: np.uin
     and never cuts). The root of each iteration gets its last best move so:
     an entry stored deeper (or proven in another search, where the line
     above differed) would otherwise keep its own move first there."""
-    hashed = index.position_hash(mover, opponent)
-    slot = _slot(hashed, mask)
-    check = _check(hashed)
-    for way in range(2):
-        data = tt[slot + way, 2]
-        if tt[slot + way, 0] == mover and tt[slot + way, 1] == opponent and data & _CHECK_MASK == check:
-            tt[slot + way, 2] = (data & ~np.uint64(7 << 18)) | (np.uint64(move) << np.uint64(18))
-            return
-    tt_store(tt, mask, mover, opponent, 0, UPPER, 0, move, False)
+    row = _tt_row(tt, mask, mover, opponent)
+    if row < 0:
+        tt_store(tt, mask, mover, opponent, 0, UPPER, 0, move, False)
+    else:
+        tt[row, 2] = (tt[row, 2] & ~np.uint64(7 << 18)) | (np.uint64(move) << np.uint64(18))
 
 
 @njit(cache=True, inline="always")
