@@ -27,9 +27,10 @@ a layer for good, so layers are solved from the smallest up, a capture's
 child valued by its layer's bounds. When the two bounds meet, the value is
 exact under the true rule (`rule: "true"`).
 
-Each layer's game is solved for every threshold t as a co-Buchi game ("the
-play ends with a payoff >= t, or stays for ever in positions with f0 >= t"),
-by the classical iteration of an attractor and a safety region.
+Each layer's game is solved for thresholds t as a co-Buchi game ("the play
+ends with a payoff >= t, or stays for ever in positions with f0 >= t"), by
+the classical iteration of an attractor and a safety region, the thresholds
+halved rather than tried in turn (_cobuchi_values).
 
 Table values the true rule cannot change (|d| = seeds: the side takes every
 seed by play that never repeats, report.true_rule_may_change) end the graph
@@ -196,9 +197,19 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
     `owned`; a play ends at an exit with its payoff, and an endless play pays
     the liminf of f. Nodes are local: node i's moves are game_children[
     game_first[i]:game_first[i + 1]] (other nodes) and exit_payoffs[
-    exit_first[i]:exit_first[i + 1]] (ends)."""
+    exit_first[i]:exit_first[i + 1]] (ends).
+
+    X's winning regions shrink as t grows, so the thresholds are halved
+    rather than tried in turn: the region of the middle threshold m of a
+    range of values splits its nodes into those worth m or more and those
+    worth less, and each part is solved for its half of the range alone, a
+    node of the other part (or of a range done) standing as a won or a lost
+    end, which does not change the winning region of a game whose payoff
+    depends only on how a play ends (an end or the tail of an endless play).
+    Each node takes part in one threshold a level: about log2 of the range
+    instead of the whole range. Only the values that f and the exits take
+    are tried (a value's parity is the seeds', so about half of the range)."""
     n = owned.shape[0]
-    values = np.full(n, lowest, np.int64)
     # Predecessors, one entry a move.
     parent_first = np.zeros(n + 1, np.int64)
     for node in range(n):
@@ -214,27 +225,63 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
             parents[fill[child]] = node
             fill[child] += 1
 
+    low = np.full(n, lowest, np.int64)  # a node's value lies in [low, the top of its range]
+    order = np.arange(n)  # each range's nodes, together
+    active = np.zeros(n, np.bool_)  # the nodes of the range being solved
     in_attr = np.zeros(n, np.bool_)
     in_safe = np.zeros(n, np.bool_)
     pending = np.zeros(n, np.int64)  # the other side's moves not into the attractor
     safe_pending = np.zeros(n, np.int64)  # X: moves kept inside; the other side: moves out
     work = np.empty(n, np.int64)
-    good_exits = np.zeros(n, np.int64)
-    bad_exits = np.zeros(n, np.int64)
-    for t in range(lowest + 1, highest + 1):
-        # Attractor of X to the exits worth at least t.
+    bad = np.zeros(n, np.int64)  # lost ends: exits below t, nodes worth less
+    # The values a node can be worth: lowest, and those of f and the exits
+    # (highest for those above it).
+    taken = np.zeros(highest - lowest + 1, np.bool_)
+    taken[0] = True
+    for node in range(n):
+        if f[node] > lowest:
+            taken[min(f[node], highest) - lowest] = True
+    for e in range(exit_payoffs.shape[0]):
+        if exit_payoffs[e] > lowest:
+            taken[min(exit_payoffs[e], highest) - lowest] = True
+    worth = np.nonzero(taken)[0] + lowest
+    # Ranges still to split: order[first:last] is worth worth[floor..top_value].
+    stack = np.empty((128, 4), np.int64)
+    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = 0, n, 0, worth.shape[0] - 1
+    depth = 1
+    while depth > 0:
+        depth -= 1
+        first, last, floor, top_value = stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3]
+        if first == last or floor == top_value:
+            continue
+        middle = (floor + top_value + 1) // 2
+        t = worth[middle]
+        for i in range(first, last):
+            active[order[i]] = True
+        # Attractor of X to the ends worth at least t.
         top = 0
-        for node in range(n):
-            in_attr[node] = False
+        for i in range(first, last):
+            node = order[i]
             good = 0
+            lost = 0
+            inside = 0
             for e in range(exit_first[node], exit_first[node + 1]):
                 if exit_payoffs[e] >= t:
                     good += 1
-            good_exits[node] = good
-            bad_exits[node] = exit_first[node + 1] - exit_first[node] - good
-            pending[node] = game_first[node + 1] - game_first[node] + bad_exits[node]
-            if (owned[node] and good > 0) or (not owned[node] and pending[node] == 0):
-                in_attr[node] = True
+                else:
+                    lost += 1
+            for e in range(game_first[node], game_first[node + 1]):
+                child = game_children[e]
+                if active[child]:
+                    inside += 1
+                elif low[child] >= t:
+                    good += 1
+                else:
+                    lost += 1
+            bad[node] = lost
+            pending[node] = inside + lost
+            in_attr[node] = (owned[node] and good > 0) or (not owned[node] and pending[node] == 0)
+            if in_attr[node]:
                 work[top] = node
                 top += 1
         while True:
@@ -243,7 +290,7 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
                 node = work[top]
                 for p in range(parent_first[node], parent_first[node + 1]):
                     parent = parents[p]
-                    if in_attr[parent]:
+                    if not active[parent] or in_attr[parent]:
                         continue
                     if owned[parent]:
                         in_attr[parent] = True
@@ -258,23 +305,27 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
             # Outside the attractor, the positions where X can stay for ever
             # among those with f >= t (or reach the attractor).
             count = 0
-            for node in range(n):
+            for i in range(first, last):
+                node = order[i]
                 in_safe[node] = not in_attr[node] and f[node] >= t
                 count += in_safe[node]
             if count == 0:
                 break
-            for node in range(n):
+            for i in range(first, last):
+                node = order[i]
                 if not in_safe[node]:
                     continue
                 inside = 0
+                moves = 0
                 for e in range(game_first[node], game_first[node + 1]):
                     child = game_children[e]
-                    if in_safe[child] or in_attr[child]:
-                        inside += 1
-                moves = game_first[node + 1] - game_first[node]
-                safe_pending[node] = inside if owned[node] else bad_exits[node] + moves - inside
-            top = 0
-            for node in range(n):
+                    if active[child]:
+                        moves += 1
+                        if in_safe[child] or in_attr[child]:
+                            inside += 1
+                safe_pending[node] = inside if owned[node] else bad[node] + moves - inside
+            for i in range(first, last):
+                node = order[i]
                 if in_safe[node] and ((owned[node] and safe_pending[node] == 0)
                                       or (not owned[node] and safe_pending[node] > 0)):
                     in_safe[node] = False
@@ -285,7 +336,7 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
                 node = work[top]
                 for p in range(parent_first[node], parent_first[node + 1]):
                     parent = parents[p]
-                    if not in_safe[parent]:
+                    if not active[parent] or not in_safe[parent]:
                         continue
                     if owned[parent]:
                         safe_pending[parent] -= 1
@@ -298,21 +349,33 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
                         work[top] = parent
                         top += 1
             # What stays is won: add it to the attractor and spread again.
-            for node in range(n):
+            for i in range(first, last):
+                node = order[i]
                 if in_safe[node]:
                     in_attr[node] = True
                     work[top] = node
                     top += 1
             if top == 0:
                 break
-        won = 0
-        for node in range(n):
+        # Those worth less than t first, then those worth t or more.
+        split = first
+        for i in range(first, last):
+            node = order[i]
+            if not in_attr[node]:
+                order[i], order[split] = order[split], node
+                split += 1
+        for i in range(first, last):
+            node = order[i]
+            active[node] = False
+            in_safe[node] = False
             if in_attr[node]:
-                values[node] = t
-                won += 1
-        if won == 0:
-            break
-    return values
+                low[node] = t
+                in_attr[node] = False
+        stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3] = first, split, floor, middle - 1
+        depth += 1
+        stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3] = split, last, middle, top_value
+        depth += 1
+    return low
 
 
 @njit(cache=True)

@@ -3,8 +3,10 @@ solver.repetition, against a naive reference that follows every simple path
 (tests/naive_search.py's naive_true_value, no table): the exact value with
 its history always lies within the bounds, and equals them when they meet."""
 
+import itertools
 import random
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,7 +17,7 @@ from test_search import random_position
 from solver.errors import GameOverError
 from solver.position import Game, Position
 from solver.probe import Tablebase
-from solver.repetition import true_rule_bounds
+from solver.repetition import _cobuchi_values, true_rule_bounds
 from solver.report import true_rule_may_change
 from solver.search import Searcher
 
@@ -132,3 +134,70 @@ def test_a_search_inside_the_tables_keeps_within_the_bounds_and_answers_them_whe
         assert result.lower <= expected <= result.upper, str(position)
         compared += 1
     assert solved >= 5 and searched >= 5 and compared >= 3
+
+
+def _game_value_by_strategies(node, owned, f, children, exits):
+    """The value for X of a liminf game from `node`, by every pair of
+    positional strategies (such games are positionally determined): X's
+    best over its strategies of the worst over the other side's, each play
+    followed until it takes an exit (its payoff) or closes a cycle (the
+    least f on the cycle)."""
+    n = len(owned)
+    choices = [[("node", child) for child in children[i]] + [("exit", payoff) for payoff in exits[i]] for i in range(n)]
+    mine = [i for i in range(n) if owned[i]]
+    theirs = [i for i in range(n) if not owned[i]]
+
+    def payoff(choice):
+        seen: list[int] = []
+        here = node
+        while here not in seen:
+            seen.append(here)
+            kind, target = choices[here][choice[here]]
+            if kind == "exit":
+                return target
+            here = target
+        return min(f[i] for i in seen[seen.index(here):])
+
+    best = None
+    for picks in itertools.product(*(range(len(choices[i])) for i in mine)):
+        worst = None
+        for answers in itertools.product(*(range(len(choices[i])) for i in theirs)):
+            choice = dict(zip(mine, picks)) | dict(zip(theirs, answers))
+            value = payoff(choice)
+            worst = value if worst is None else min(worst, value)
+        best = worst if best is None else max(best, worst)
+    return best
+
+
+@st.composite
+def _liminf_games(draw):
+    """A small game of solver.repetition's layer games: each node owned by X
+    or not, an f, moves to nodes and exits (at least one move)."""
+    n = draw(st.integers(1, 6))
+    owned = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    f = draw(st.lists(st.integers(-5, 5), min_size=n, max_size=n))
+    children, exits = [], []
+    for _ in range(n):
+        mine = draw(st.lists(st.integers(0, n - 1), max_size=3, unique=True))
+        ends = draw(st.lists(st.integers(-6, 6), min_size=0 if mine else 1, max_size=3 - len(mine)))
+        children.append(mine)
+        exits.append(ends)
+    return owned, f, children, exits
+
+
+@settings(max_examples=300, deadline=None)
+@given(_liminf_games(), st.integers(-6, 0), st.integers(0, 6))
+def test_each_layer_game_is_valued_as_by_every_pair_of_positional_strategies(game, lowest, highest):
+    """_cobuchi_values (thresholds halved) gives each node the value of X's
+    best positional strategy against the other side's, held within [lowest,
+    highest]."""
+    owned, f, children, exits = game
+    game_first = np.cumsum([0] + [len(c) for c in children])
+    exit_first = np.cumsum([0] + [len(e) for e in exits])
+    values = _cobuchi_values(
+        lowest, highest, np.array(owned, np.bool_), np.array(f, np.int64), game_first.astype(np.int64),
+        np.array([c for cs in children for c in cs], np.int64), exit_first.astype(np.int64),
+        np.array([e for es in exits for e in es], np.int64))
+    for node in range(len(owned)):
+        expected = _game_value_by_strategies(node, owned, f, children, exits)
+        assert values[node] == min(max(expected, lowest), highest), node
