@@ -100,8 +100,13 @@ DEFAULT_TABLE_BYTES = 256 << 20  # tables the oracle's search process and game a
 PROOF_NODES = 2_000_000  # alpha-beta nodes tried before solving a component
 COMPONENT_RATE = 1_000_000  # component positions allowed per second of time limit
 # Positions of the true rule's graph (solver.repetition) a second of time limit: each costs
-# about 3 µs solved, 1 µs explored (a graph found too large), so a third of the time at most.
-REPETITION_RATE = 100_000
+# 1.2-2.4 µs solved (9-11 seeds), so about half the time at most, enough for a 9-seed root's
+# graph (389K positions) at 1 s a move. A graph larger than the limit is given up after
+# exploring the limit's positions (0.3-0.8 µs each); a root whose layer (both sides to move:
+# whole graphs hold 2.3-2.6 times the layer) exceeds the limit explores an eighth of it, which
+# finds the small graphs (forced lines, captures everywhere) and wastes little time.
+REPETITION_RATE = 400_000
+REPETITION_SMALL_SHARE = 8
 STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
 UNLIMITED = 1 << 62  # a node budget that is no limit
 UNLIMITED_DEPTH = MAX_PLY  # the deepest iteration of a search without a depth limit
@@ -1112,13 +1117,17 @@ class Searcher:
         """A root inside the tables under the true rule: bound its value with
         the game's history by solver.repetition's two graph games, within
         the component limit, the node limit (a position for a node) and
-        REPETITION_RATE positions a second of the time left. Both bounds
+        REPETITION_RATE positions a second of the time left, an eighth of
+        that when the root's layer alone is larger (only a small graph can
+        fit, and a graph found too large wastes its exploring). Both bounds
         equal: the value is exact (rule "true") and no search is needed;
         else the bounds are kept for _finish, which keeps the value within
         them and never plays a move proven worse."""
         limit = min(self.component_limit, node_budget)
         if deadline is not None:
             limit = min(limit, int((deadline - _time.perf_counter()) * REPETITION_RATE))
+        if limit < 2 * index.layer_size(position.seeds):
+            limit //= REPETITION_SMALL_SHARE  # the whole graph will not fit: look for a small one only
         if limit < 1000:
             return
         store_flat, store_starts, store_loaded = self.tablebase.store.arrays()
