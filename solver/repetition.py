@@ -40,6 +40,7 @@ since the history may change even those.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,11 +50,14 @@ from numba import njit
 from . import index
 from .component import grow
 from .errors import GameOverError
+from .intrinsics import CLOCKS, monotonic_ns
 from .position import Position
 from .rules import NOT_TERMINAL, ROW, board_seeds, legal_mask, play, row_seeds, terminal_value
 
 DEFAULT_LIMIT = 2_000_000  # positions explored at most (about 90 bytes each, and as much again to solve)
 UNKNOWN = np.int64(-1000)
+EXPLORED, TOO_LARGE, OUT_OF_TIME = 0, 1, 2
+CLOCK_CHECK = 1024  # nodes explored between two looks at the clock
 
 
 @njit(cache=True, inline="always")
@@ -75,13 +79,15 @@ def _find(slots, movers, opponents, roles, mover, opponent, role, mask):
 
 
 @njit(cache=True)
-def _explore(root_mover, root_opponent, ends_mover, ends_opponent, ends_role, flat, starts, loaded, limit):
+def _explore(root_mover, root_opponent, ends_mover, ends_opponent, ends_role, flat, starts, loaded, limit,
+             deadline_ns):
     """Every real position reachable from the root's children.
 
     Nodes are (mover, opponent, role), role 0 when the root's mover is to
     move. Returns (status, size, movers, opponents, roles, fixed, edges,
-    captured, root_edges, root_captured): status 0 explored, 1 more than
-    `limit` nodes; fixed[i] the value d (for node i's mover) of a node whose
+    captured, root_edges, root_captured): status EXPLORED, TOO_LARGE (more
+    than `limit` nodes) or OUT_OF_TIME (monotonic_ns() reached
+    `deadline_ns`, 0: never; read every CLOCK_CHECK nodes); fixed[i] the value d (for node i's mover) of a node whose
     value is known (a terminal, a table value |d| = seeds below the root's
     layer, or a repetition: the root and `ends`, the history, scored with
     each side taking its own seeds), else UNKNOWN; edges[i] its children
@@ -112,6 +118,8 @@ def _explore(root_mover, root_opponent, ends_mover, ends_opponent, ends_role, fl
     size = 0
     head = -1  # the root, then each node in turn
     while head < size:
+        if deadline_ns != 0 and head & (CLOCK_CHECK - 1) == 0 and monotonic_ns() >= deadline_ns:  # type: ignore[call-arg]
+            return (OUT_OF_TIME, size, *empty, root_edges, root_captured)
         if head < 0:
             mover, opponent, role = root_mover, root_opponent, np.int8(0)
         else:
@@ -148,7 +156,7 @@ def _explore(root_mover, root_opponent, ends_mover, ends_opponent, ends_role, fl
             slot = _find(slots, movers, opponents, roles, child_mover, child_opponent, child_role, mask)
             if slots[slot] < 0:
                 if size >= limit:
-                    return (1, size, *empty, root_edges, root_captured)
+                    return (TOO_LARGE, size, *empty, root_edges, root_captured)
                 if size == capacity:
                     capacity *= 2
                     movers = grow(movers, capacity)
@@ -178,7 +186,7 @@ def _explore(root_mover, root_opponent, ends_mover, ends_opponent, ends_role, fl
                 captured[head, count] = taken
             count += 1
         head += 1
-    return (0, size, movers[:size], opponents[:size], roles[:size], fixed[:size], edges[:size], captured[:size],
+    return (EXPLORED, size, movers[:size], opponents[:size], roles[:size], fixed[:size], edges[:size], captured[:size],
             root_edges, root_captured)
 
 
@@ -191,7 +199,7 @@ def _seeds_of(movers, opponents):
 
 
 @njit(cache=True)
-def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_first, exit_payoffs):
+def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_first, exit_payoffs, deadline_ns):
     """For each node of a layer's game, the largest t in [lowest, highest] such
     that player X can make the payoff at least t: X owns the nodes marked in
     `owned`; a play ends at an exit with its payoff, and an endless play pays
@@ -208,7 +216,11 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
     depends only on how a play ends (an end or the tail of an endless play).
     Each node takes part in one threshold a level: about log2 of the range
     instead of the whole range. Only the values that f and the exits take
-    are tried (a value's parity is the seeds', so about half of the range)."""
+    are tried (a value's parity is the seeds', so about half of the range).
+
+    Returns (values, stopped): stopped when monotonic_ns() reached
+    `deadline_ns` (0: never), read at each threshold and each round of its
+    safety region; the values are then not all known."""
     n = owned.shape[0]
     # Predecessors, one entry a move.
     parent_first = np.zeros(n + 1, np.int64)
@@ -254,6 +266,8 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
         first, last, floor, top_value = stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3]
         if first == last or floor == top_value:
             continue
+        if deadline_ns != 0 and monotonic_ns() >= deadline_ns:  # type: ignore[call-arg]
+            return low, True
         middle = (floor + top_value + 1) // 2
         t = worth[middle]
         for i in range(first, last):
@@ -304,6 +318,8 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
                             top += 1
             # Outside the attractor, the positions where X can stay for ever
             # among those with f >= t (or reach the attractor).
+            if deadline_ns != 0 and monotonic_ns() >= deadline_ns:  # type: ignore[call-arg]
+                return low, True
             count = 0
             for i in range(first, last):
                 node = order[i]
@@ -375,13 +391,14 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
         depth += 1
         stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3] = split, last, middle, top_value
         depth += 1
-    return low
+    return low, False
 
 
 @njit(cache=True)
-def _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, upper):
+def _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, upper, deadline_ns):
     """Role 0's bound (lower, or upper when `upper`) of every node's value,
-    layer by layer from the smallest."""
+    layer by layer from the smallest, and whether `deadline_ns` stopped it
+    (_cobuchi_values)."""
     size = roles.shape[0]
     bound = np.zeros(size, np.int64)  # role 0's payoff from each node
     local = np.full(size, -1, np.int64)
@@ -446,19 +463,23 @@ def _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, upper):
                     taken = np.int64(captured[node, e]) if role == 0 else -np.int64(captured[node, e])
                     exit_payoffs[x] = sign_x * (taken + bound[child])
                     x += 1
-        values = _cobuchi_values(-seeds, seeds, owned, f, game_first, game_children, exit_first, exit_payoffs)
+        values, stopped = _cobuchi_values(-seeds, seeds, owned, f, game_first, game_children, exit_first, exit_payoffs,
+                                          deadline_ns)
+        if stopped:
+            return bound, True
         for i in range(count):
             bound[nodes[i]] = sign_x * values[i]
             local[nodes[i]] = -1
-    return bound
+    return bound, False
 
 
 @dataclass(frozen=True)
 class Bounds:
     """Role 0's (the root mover's) proven bounds under the true rule.
 
-    status: "solved", or "too large" (more than the limit of positions;
-    no bounds). lower/upper: the position's value d is within them;
+    status: "solved", "too large" (more than the limit of positions) or
+    "out of time" (the deadline passed); no bounds but those of "solved".
+    lower/upper: the position's value d is within them;
     moves: for each legal move letter, (lower, upper) of its value;
     positions: the real positions the graph held."""
 
@@ -484,12 +505,19 @@ def true_rule_bounds(
     history: Sequence[Position] = (),
     tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     limit: int = DEFAULT_LIMIT,
+    deadline: float | None = None,
 ) -> Bounds:
     """Bounds on the value of `position` (solver.position.Position, not over)
     under the true rule, the positions of `history` (Positions played before
     it, any order) counting for repetitions. `tables` = (flat, starts, loaded)
     as Tablebase.store.arrays(): values |d| = seeds of smaller layers end the
-    graph there (None: the graph goes down to the end of every line)."""
+    graph there (None: the graph goes down to the end of every line).
+
+    `deadline` (time.perf_counter(); None: none): the kernels give up,
+    "out of time", once the clock passes it (read every CLOCK_CHECK
+    positions explored, and at each threshold and round of a layer's game:
+    a few milliseconds apart; never where the C library has no monotonic
+    clock_gettime)."""
     if position.is_over():
         raise GameOverError(f"the game is over in {position} ({position.terminal_rule()})")
     if tables is None:
@@ -504,14 +532,20 @@ def true_rule_bounds(
     ends_mover = np.array([earlier.packed()[0] for earlier in ends], np.uint64)
     ends_opponent = np.array([earlier.packed()[1] for earlier in ends], np.uint64)
     ends_role = np.array([0 if earlier.to_move == position.to_move else 1 for earlier in ends], np.int8)
+    deadline_ns = 0
+    if deadline is not None and CLOCKS is not None:
+        deadline_ns = max(1, time.clock_gettime_ns(CLOCKS) + int((deadline - time.perf_counter()) * 1e9))
     status, size, movers, opponents, roles, fixed, edges, captured, root_edges, root_captured = _explore(
-        mover, opponent, ends_mover, ends_opponent, ends_role, flat, starts, loaded, int(limit)
+        mover, opponent, ends_mover, ends_opponent, ends_role, flat, starts, loaded, int(limit), deadline_ns
     )
-    if status:
-        return Bounds("too large", None, None, {}, int(size))
+    if status != EXPLORED:
+        return Bounds("too large" if status == TOO_LARGE else "out of time", None, None, {}, int(size))
     seeds_of = _seeds_of(movers, opponents)
-    lower = _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, False)
-    upper = _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, True)
+    lower, stopped = _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, False, deadline_ns)
+    if not stopped:
+        upper, stopped = _solve(seeds_of, roles, fixed, edges, captured, movers, opponents, True, deadline_ns)
+    if stopped:
+        return Bounds("out of time", None, None, {}, int(size))
     moves: dict[str, tuple[int, int]] = {}
     for letter in position.legal_moves():
         house = position.house_of(letter)

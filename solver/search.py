@@ -1131,7 +1131,10 @@ class Searcher:
         if limit < 1000:
             return
         store_flat, store_starts, store_loaded = self.tablebase.store.arrays()
-        bounds = true_rule_bounds(position, history or (), (store_flat, store_starts, store_loaded), limit)
+        # Given up in time for the search to have a tenth of the time at least.
+        graph_deadline = None if deadline is None else answer_deadline(run.started, deadline)
+        bounds = true_rule_bounds(position, history or (), (store_flat, store_starts, store_loaded), limit,
+                                  graph_deadline)
         result = run.result
         result.component_positions = bounds.positions
         if bounds.status != "solved":

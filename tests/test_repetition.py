@@ -5,6 +5,7 @@ its history always lies within the bounds, and equals them when they meet."""
 
 import itertools
 import random
+import time
 
 import numpy as np
 import pytest
@@ -94,6 +95,25 @@ def test_a_graph_larger_than_the_limit_is_not_bounded():
     bounds = true_rule_bounds(Position.from_string("1-1-1-0-0-0/0-2-1-0-2-0 S"), limit=1000)
     assert bounds.status == "too large" and bounds.lower is None and not bounds.exact
     assert bounds.best_moves() == []
+
+
+def test_bounds_past_their_deadline_are_out_of_time_and_before_it_as_without_one(tablebase):
+    """A deadline passed gives up (in exploring, or in a layer's game), a
+    deadline far off changes nothing."""
+    position = Position.from_string("2-1-0-0-1-1/0-0-3-0-0-1 S 15:24")  # 9 seeds: a graph of about 400,000
+    tables = tablebase.store.arrays()
+    gone = true_rule_bounds(position, (), tables, deadline=time.perf_counter() - 1)
+    assert gone.status == "out of time" and gone.lower is None and not gone.exact and gone.best_moves() == []
+    # A layer's game stops too (a deadline of 1 ns is long past).
+    one = np.ones(1, np.int64)
+    _, stopped = _cobuchi_values(-1, 1, np.ones(1, np.bool_), one, np.zeros(2, np.int64), np.zeros(0, np.int64),
+                                 np.array([0, 1]), one, 1)
+    assert stopped
+    assert _cobuchi_values(-1, 1, np.ones(1, np.bool_), one, np.zeros(2, np.int64), np.zeros(0, np.int64),
+                           np.array([0, 1]), one, 0)[0][0] == 1
+    far = true_rule_bounds(position, (), tables, deadline=time.perf_counter() + 3600)
+    assert far == true_rule_bounds(position, (), tables)
+    assert far.status == "solved"
 
 
 @pytest.fixture(scope="module")
@@ -194,10 +214,11 @@ def test_each_layer_game_is_valued_as_by_every_pair_of_positional_strategies(gam
     owned, f, children, exits = game
     game_first = np.cumsum([0] + [len(c) for c in children])
     exit_first = np.cumsum([0] + [len(e) for e in exits])
-    values = _cobuchi_values(
+    values, stopped = _cobuchi_values(
         lowest, highest, np.array(owned, np.bool_), np.array(f, np.int64), game_first.astype(np.int64),
         np.array([c for cs in children for c in cs], np.int64), exit_first.astype(np.int64),
-        np.array([e for es in exits for e in es], np.int64))
+        np.array([e for es in exits for e in es], np.int64), 0)
+    assert not stopped
     for node in range(len(owned)):
         expected = _game_value_by_strategies(node, owned, f, children, exits)
         assert values[node] == min(max(expected, lowest), highest), node
