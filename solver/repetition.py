@@ -248,15 +248,15 @@ def _cobuchi_values(lowest, highest, owned, f, game_first, game_children, exit_f
     bad = np.zeros(n, np.int64)  # lost ends: exits below t, nodes worth less
     # The values a node can be worth: lowest, and those of f and the exits
     # (highest for those above it).
-    taken = np.zeros(highest - lowest + 1, np.bool_)
-    taken[0] = True
+    present = np.zeros(highest - lowest + 1, np.bool_)
+    present[0] = True
     for node in range(n):
         if f[node] > lowest:
-            taken[min(f[node], highest) - lowest] = True
+            present[min(f[node], highest) - lowest] = True
     for e in range(exit_payoffs.shape[0]):
         if exit_payoffs[e] > lowest:
-            taken[min(exit_payoffs[e], highest) - lowest] = True
-    worth = np.nonzero(taken)[0] + lowest
+            present[min(exit_payoffs[e], highest) - lowest] = True
+    worth = np.nonzero(present)[0] + lowest
     # Ranges still to split: order[first:last] is worth worth[floor..top_value].
     stack = np.empty((128, 4), np.int64)
     stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = 0, n, 0, worth.shape[0] - 1

@@ -104,7 +104,8 @@ COMPONENT_RATE = 1_000_000  # component positions allowed per second of time lim
 # graph (389K positions) at 1 s a move. A graph larger than the limit is given up after
 # exploring the limit's positions (0.3-0.8 µs each); a root whose layer (both sides to move:
 # whole graphs hold 2.3-2.6 times the layer) exceeds the limit explores an eighth of it, which
-# finds the small graphs (forced lines, captures everywhere) and wastes little time.
+# finds the small graphs (forced lines, captures everywhere) and wastes little time. Whatever
+# the size, the graph is given up at clock.answer_deadline (a loaded machine is slower).
 REPETITION_RATE = 400_000
 REPETITION_SMALL_SHARE = 8
 STOP_CHECK = 1024  # nodes between two looks at the stop flag (a few microseconds of search)
