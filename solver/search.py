@@ -1196,11 +1196,11 @@ class Searcher:
         # ahead, which can take seconds in a large layer: within a time limit
         # it is given up at the limit (a capture, else a new position, is played).
         deadline = None if end is None else answer_deadline(started, end)
-        first = self.tablebase.line(position, max_plies=1, deadline=deadline)  # a best move that makes progress
-        choice = first.moves[0]
         if result.cycles == "own" and game is not None:
             # Perfect play with the true rule over the game played: a move that
-            # repeats a position of the game ends it (Tablebase.best_move).
+            # repeats a position of the game ends it (Tablebase.best_move,
+            # which ranks toward progress only when it must choose among
+            # quiet best moves of a won position).
             chosen = self.tablebase.best_move(game, deadline=deadline)
             assert chosen is not None, "best_move returns None only when asked for no progress"
             if chosen.rule == "true":  # it ends the game (a repetition, 25 seeds, 24-24)
@@ -1210,13 +1210,16 @@ class Searcher:
                 result._extend = lambda line: line
                 result.seconds = _time.perf_counter() - started
                 return result
-            choice = chosen.move
-        result.value = result.lower = result.upper = first.value
+            choice, value = chosen.move, self.tablebase.value(position)
+        else:
+            first = self.tablebase.line(position, max_plies=1, deadline=deadline)  # a best move that makes progress
+            assert first.value is not None, "the position is not over"
+            choice, value = first.moves[0], first.value
+        result.value = result.lower = result.upper = value
         result.exact = True
         # The table scores endless play 0. A value of +n or -n holds under the
         # true rule as well, unless a position before the root can repeat.
-        assert first.value is not None, "the position is not over"
-        taking_all = abs(first.value) == position.seeds
+        taking_all = abs(value) == position.seeds
         fresh = not history or as_position(list(history)[-1]).seeds != position.seeds
         result.rule = "true" if result.cycles == "own" and taking_all and fresh else "split"
         result.move = choice
