@@ -87,10 +87,11 @@ def _explore(root_mover, root_opponent, ends_mover, ends_opponent, ends_role, fl
     move. Returns (status, size, movers, opponents, roles, fixed, edges,
     captured, root_edges, root_captured): status EXPLORED, TOO_LARGE (more
     than `limit` nodes) or OUT_OF_TIME (monotonic_ns() reached
-    `deadline_ns`, 0: never; read every CLOCK_CHECK nodes); fixed[i] the value d (for node i's mover) of a node whose
-    value is known (a terminal, a table value |d| = seeds below the root's
-    layer, or a repetition: the root and `ends`, the history, scored with
-    each side taking its own seeds), else UNKNOWN; edges[i] its children
+    `deadline_ns`, 0: never; read every CLOCK_CHECK nodes); fixed[i] the
+    value d (for node i's mover) of a node whose value is known (a
+    terminal, a table value |d| = seeds below the root's layer, or a
+    repetition: the root and `ends`, the history, scored with each side
+    taking its own seeds), else UNKNOWN; edges[i] its children
     (-1 past the last) and captured[i] the seeds each move takes; the root's
     moves in house order lead to root_edges, taking root_captured.
     """
