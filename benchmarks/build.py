@@ -61,7 +61,7 @@ import time
 import h5py
 import numba
 
-from solver import build, index, plan, retrograde, tables
+from solver import build, index, layer_state, plan, retrograde, tables
 from solver.layers import LayerStore
 
 
@@ -148,7 +148,7 @@ def compare_processes(max_seeds, processes, threads, memory=None):
 
 
 def one_layer(seeds, directory, threads):
-    store = build.load_layers(directory, retrograde.exit_layers(seeds), LayerStore(seeds))
+    store = build.load_layers(directory, layer_state.exit_layers(seeds), LayerStore(seeds))
     rows_tables = index.RowTables(seeds).arrays
     started = time.perf_counter()
     values, stats = retrograde.solve_layer(seeds, store, threads=threads, rows=rows_tables)
@@ -263,7 +263,7 @@ def main():
             "file_bytes": file_bytes,
             "file_bytes_per_position": file_bytes / positions,
             "peak_rss_bytes": build.peak_memory_bytes(),
-            "working_bytes_per_position": retrograde.WORKING_BYTES,
+            "working_bytes_per_position": layer_state.WORKING_BYTES,
             "scattered_accesses": accesses["scattered_accesses"],
             "scattered_accesses_per_second": (accesses["scattered_accesses"] / accesses["seconds"]
                                               if accesses["seconds"] else None),
@@ -275,7 +275,7 @@ def main():
         }
         layer = args.max_seeds if args.compare_layer is None else args.compare_layer
         if not args.no_compare and args.threads > 1:
-            store = build.load_layers(directory, retrograde.exit_layers(layer), LayerStore(layer))
+            store = build.load_layers(directory, layer_state.exit_layers(layer), LayerStore(layer))
             rows_tables = index.RowTables(layer).arrays
             timings = {}
             for threads in (1, args.threads):

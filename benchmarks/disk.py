@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import time
 
-from solver import build, index, plan, retrograde, tables
+from solver import build, index, layer_state, plan, tables
 from solver.layers import LayerStore
 
 
@@ -39,13 +39,13 @@ def main() -> None:
     try:
         for m in range(seeds):
             shutil.copy(tables.table_path(args.dir, m), tables.table_path(folder, m))
-        layers = sorted(retrograde.exit_layers(seeds), reverse=True)
+        layers = sorted(layer_state.exit_layers(seeds), reverse=True)
         groups = [sorted(layers[g :: args.groups]) for g in range(args.groups) if layers[g :: args.groups]]
         layout = {"slices": args.slices, "bounds": plan.disk_bounds(index.layer_size(seeds), args.slices),
                   "groups": groups, "scratch_bytes": 0, "sliced_stages": args.sliced_stages}
-        state = sum(-(-(hi - lo) // retrograde.LINE_RANKS) for lo, hi in
-                    zip(layout["bounds"], layout["bounds"][1:])) * retrograde.LINE
-        with retrograde.thread_count(args.threads):
+        state = sum(-(-(hi - lo) // layer_state.LINE_RANKS) for lo, hi in
+                    zip(layout["bounds"], layout["bounds"][1:])) * layer_state.LINE
+        with layer_state.thread_count(args.threads):
             started = time.perf_counter()
             stats = build.build_layer_on_disk(seeds, folder, os.path.join(folder, "scratch"), LayerStore(seeds),
                                               layout, index.RowTables(seeds).arrays)

@@ -8,7 +8,7 @@ predecessors of, each part alone:
 
 - unrank: the position's words from its rank (index.unrank_packed; a stage
   mostly steps with the cheaper successor walk, so this is an upper bound);
-- predecessors: retrograde.predecessors with nothing held here (no prefetch,
+- predecessors: layer_state.predecessors with nothing held here (no prefetch,
   no update), i.e. the un-sowing candidates, their checks and the ranking of
   those found;
 - rank: index.rank_packed of the position itself, the cost of one ranking.
@@ -32,7 +32,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np
 from numba import njit
 
-from solver import index, retrograde
+from solver import index, layer_state
 
 
 @njit(cache=True)
@@ -41,12 +41,12 @@ def _unrank_all(seeds, ranks, movers, opponents):
         movers[i], opponents[i] = index.unrank_packed(seeds, ranks[i])
 
 
-@retrograde.hot_kernel  # as the builder's kernels call it: no array reference counts in the loop
+@layer_state.hot_kernel  # as the builder's kernels call it: no array reference counts in the loop
 def _predecessors_loop(seeds, movers, opponents, nothing, nothing_counts, found, found_movers, found_opponents):
     total = 0
     for i in range(movers.shape[0]):
-        total += retrograde.predecessors(movers[i], opponents[i], seeds, 0, 0, nothing, nothing_counts, True, True,
-                                         found, 0, found_movers, found_opponents)
+        total += layer_state.predecessors(movers[i], opponents[i], seeds, 0, 0, nothing, nothing_counts, True, True,
+                                          found, 0, found_movers, found_opponents)
     return total
 
 
@@ -90,7 +90,7 @@ def main():
     ranks = np.sort(np.random.default_rng(args.seed).integers(0, size, args.positions))
     movers = np.empty(args.positions, np.uint64)
     opponents = np.empty(args.positions, np.uint64)
-    found = np.empty(retrograde.MAX_PREDECESSORS, np.int64)
+    found = np.empty(layer_state.MAX_PREDECESSORS, np.int64)
     _unrank_all(args.seeds, ranks[:1], movers, opponents)  # compile or load the cache
     _predecessors_all(args.seeds, movers[:1], opponents[:1], found)
     _rank_all(args.seeds, movers[:1], opponents[:1])

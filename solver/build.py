@@ -31,7 +31,7 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-from . import disk, distributed, index, retrograde, tables
+from . import disk, distributed, index, layer_state, retrograde, tables, verify_layer
 from .errors import BuildError, CorruptTableError, TableMismatchError, TableWriteError
 from .layers import LayerStore
 from .plan import (
@@ -252,7 +252,7 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     stats. With `checkpoints`, a state they saved is resumed (no exit passes)
     and the stages' state is saved as they say (solver.resume)."""
     working = working_bytes(seeds)
-    wanted = set(retrograde.exit_layers(seeds))
+    wanted = set(layer_state.exit_layers(seeds))
     # Layers no longer needed by this layer or the next go first; the one just
     # below stays if it fits (the next layer needs it).
     for m in store.layers():
@@ -379,7 +379,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     scratch = scratch or os.path.join(directory, SCRATCH_NAME)
     leave_out = set(leave_out)
     for seeds in range(max_seeds + 1):
-        needed = sorted(leave_out & set(retrograde.exit_layers(seeds)))
+        needed = sorted(leave_out & set(layer_state.exit_layers(seeds)))
         if needed and seeds not in leave_out:
             raise BuildError(f"layer {seeds} needs layer {needed[0]}: only a layer no later one captures into "
                              f"(47, for 48) can be left out")
@@ -397,7 +397,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                              f"{disk_least_bytes(too_big[0]) / 2**30:.1f} GiB for it (docs/DISK.md)")
         store = store if store is not None and store.max_seeds >= max_seeds else LayerStore(max_seeds)
         rows = index.RowTables(max_seeds).arrays
-        with retrograde.thread_count(threads):
+        with layer_state.thread_count(threads):
             if missing:
                 _warm_up(max_seeds)
             for seeds in range(max_seeds + 1):
@@ -495,7 +495,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
         if "error" in decision:
             raise CollectiveError(decision["error"])
         missing = decision["missing"]
-        with retrograde.thread_count(threads):
+        with layer_state.thread_count(threads):
             slices = distributed.Slices(exchange, distributed.all_bounds(max_seeds, processes))
             checkpoints = distributed.Checkpoints(checkpoint_dir, exchange, checkpoint_interval)
             rows = index.RowTables(max_seeds).arrays
@@ -505,7 +505,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                 row = {"seeds": seeds, "positions": index.layer_size(seeds), "built": seeds in missing,
                        "processes": processes, "threads": threads}
                 if seeds in missing:
-                    wanted = retrograde.exit_layers(seeds)
+                    wanted = layer_state.exit_layers(seeds)
                     slices.keep_only(set(wanted) | {seeds - 1})
                     for m in wanted:
                         if m not in slices.values:
@@ -615,12 +615,12 @@ def verify(directory: str, seeds: int, store: LayerStore | None = None, limit: i
     value. Needs layer `seeds` in memory and its smaller layers n-15..n-2,
     all at once when the budget (`memory`, default: as build's) holds them,
     else a group at a time: one pass over the layer per group, two bits a
-    position kept between passes (retrograde.check_moves).
+    position kept between passes (verify_layer.check_moves).
     Returns (mismatch count, up to `limit` mismatching boards with stored value).
     """
     budget = int(memory or default_budget())
     groups = verify_groups(seeds, budget)
-    needed = set(retrograde.exit_layers(seeds)) | {seeds}
+    needed = set(layer_state.exit_layers(seeds)) | {seeds}
     if store is not None:
         for m in store.layers():
             if m not in needed:
@@ -640,9 +640,9 @@ def verify(directory: str, seeds: int, store: LayerStore | None = None, limit: i
         load_layers(directory, group, store)
         use = np.zeros(seeds + 1, dtype=np.bool_)
         use[group] = True
-        retrograde.check_moves(seeds, store.layer(seeds), store.flat, store.starts, rows, use, number == 0, attained,
-                               beaten)
-    count, ranks = retrograde.mismatches(attained, beaten, size, limit)
+        verify_layer.check_moves(seeds, store.layer(seeds), store.flat, store.starts, rows, use, number == 0, attained,
+                                 beaten)
+    count, ranks = verify_layer.mismatches(attained, beaten, size, limit)
     values = store.layer(seeds)
     examples = [(index.unrank(seeds, int(r)).tolist(), int(values[r])) for r in ranks]
     return int(count), examples

@@ -5,7 +5,7 @@ A tree search must visit a position once per path to prove a draw in a
 cycle, so proving a value in a large cyclic layer by alpha-beta alone can
 take exponential time. When every capture from the root's layer lands in a
 loaded table, the component's graph is explored breadth first
-(`_explore_component`), solved by retrograde.solve_graph (the same stages
+(`_explore_component`), solved by graph_stages.solve_graph (the same stages
 as a layer), and its values kept (`_keep_component`) in a per-layer array
 the search reads as if it were a table: `SolvedComponents`.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import index, retrograde
+from . import graph_stages, index
 from .layers import NOT_IN_USE, PARTIAL_OFFSET, known_value, move_value
 from .rules import NOT_TERMINAL, ROW, legal_mask, play, terminal_value
 
@@ -50,7 +50,7 @@ def _explore_component(mover0, opponent0, seeds, flat, starts, loaded, partial, 
     children, fixed, first, parents): status 0 explored, 1 more than `limit`
     positions, 2 a capture lands in a layer that is not loaded; exits and
     children per node, fixed for leaves, and the predecessor lists
-    (parents of i: parents[first[i]:first[i + 1]]) for retrograde.solve_graph.
+    (parents of i: parents[first[i]:first[i + 1]]) for graph_stages.solve_graph.
     """
     capacity = 1024
     mask = np.uint64(4 * capacity - 1)
@@ -218,6 +218,6 @@ class SolvedComponents:
         )
         if status:
             return STATUS[status], None, int(size)
-        values = retrograde.solve_graph(seeds, exits, children, first, parents)
+        values = graph_stages.solve_graph(seeds, exits, children, first, parents)
         _keep_component(values, movers, opponents, fixed, seeds, self.partial, self.starts)
         return "solved", int(values[0]), int(size)

@@ -1,7 +1,7 @@
 """A layer past memory: its exits computed a slice at a time through disk.
 
 A layer needs in memory its working state (1.52 bytes a position, the lined
-layout of solver.retrograde) and, for its exits, its smaller layers
+layout of solver.layer_state) and, for its exits, its smaller layers
 n-15..n-2 at a byte a position, a group at a time (solver.plan). Past layer
 34 on a 24 GiB machine the two no longer fit together, while the working
 state alone still does (layer 36: 20.2 GiB). So the disk mode takes the
@@ -11,7 +11,7 @@ exits apart from the stages (docs/DISK.md says why, with the figures):
    of SLICE_UNIT, so that a slice is whole lines and whole blocks). For
    each group of smaller layers that fits in memory beside one slice, each
    slice in turn is read from the scratch folder, given its exit pass over
-   that group (retrograde.exit_pass on ranks lo..hi, the same kernel as in
+   that group (exits.exit_pass on ranks lo..hi, the same kernel as in
    memory) and written back: one sequential read and write of the working
    state a group, never a random access to disk.
 2. Stages, in memory. The smaller layers are dropped, the slices read back
@@ -46,7 +46,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from . import index, retrograde, tables
+from . import exits, index, layer_state, retrograde, stages, tables
 from .errors import BuildError
 from .layers import LayerStore
 
@@ -244,13 +244,13 @@ class DiskLayer:
 
     def _lines(self, part: int) -> int:
         lo, hi = self.bounds[part], self.bounds[part + 1]
-        return (hi - lo + retrograde.LINE_RANKS - 1) // retrograde.LINE_RANKS
+        return (hi - lo + layer_state.LINE_RANKS - 1) // layer_state.LINE_RANKS
 
     def _path(self, name: str) -> str:
         return os.path.join(self.scratch, name)
 
     def _read_slice(self, part: int, out: np.ndarray | None = None) -> np.ndarray:
-        state = np.zeros(self._lines(part) * retrograde.LINE, dtype=np.int8) if out is None else out
+        state = np.zeros(self._lines(part) * layer_state.LINE, dtype=np.int8) if out is None else out
         read_lines(self._path(self.journal["files"][part]), state, self.journal["crc32"][part])
         self.read += state.nbytes
         return state
@@ -282,10 +282,10 @@ class DiskLayer:
                 self.read += solver.values.nbytes
             else:
                 for part in range(self.parts):
-                    first_line = self.bounds[part] // retrograde.LINE_RANKS
+                    first_line = self.bounds[part] // layer_state.LINE_RANKS
                     lines = self._lines(part)
-                    self._read_slice(part, solver.values[first_line * retrograde.LINE:(first_line + lines)
-                                                         * retrograde.LINE])
+                    self._read_slice(part, solver.values[first_line * layer_state.LINE:(first_line + lines)
+                                                         * layer_state.LINE])
             solver.exits_done(len(self.groups), journal["exit_seconds"], journal["exit_lookups"])
             stats = solver.solve(progress, first_stage=resumed[2] if resumed else None,
                                  after_stage=lambda stage: self._checkpoint(solver, stage))
@@ -329,18 +329,18 @@ class DiskLayer:
                     if number > 0:
                         state = self._read_slice(part)
                     else:
-                        state = np.zeros(self._lines(part) * retrograde.LINE, dtype=np.int8)
+                        state = np.zeros(self._lines(part) * layer_state.LINE, dtype=np.int8)
                 tick = time.perf_counter()
-                with retrograde.thread_count(1 if hi - lo < retrograde.SERIAL_SIZE else None):
-                    lookups = retrograde.exit_pass(seeds, hi - lo, state, state.view(np.uint8), store.flat,
-                                                   store.starts, use, number == 0, self.rows, True, lo)
+                with layer_state.thread_count(1 if hi - lo < layer_state.SERIAL_SIZE else None):
+                    lookups = exits.exit_pass(seeds, hi - lo, state, state.view(np.uint8), store.flat,
+                                              store.starts, use, number == 0, self.rows, True, lo)
                 journal["exit_seconds"] += time.perf_counter() - tick
                 journal["exit_lookups"] += int(lookups)
                 if number == last:
                     # The stages whose seeds this slice may hold: those of its pending codes.
-                    codes = retrograde.line_histogram(state, hi - lo)
+                    codes = stages.line_histogram(state, hi - lo)
                     journal["seeds_at"][part] = sum(1 << k for k in range(1, seeds + 1) if codes[
-                        np.int64(retrograde.pending(k)) & 0xFF] or codes[np.int64(retrograde.pending(-k)) & 0xFF])
+                        np.int64(layer_state.pending(k)) & 0xFF] or codes[np.int64(layer_state.pending(-k)) & 0xFF])
                 before = journal["files"][part]
                 self._write_slice(part, state, os.path.basename(slice_path(self.scratch, seeds, part, self.parts,
                                                                            number)))
@@ -387,7 +387,7 @@ class DiskLayer:
             journal["stage"] = seeds
             journal["need_seed"] = [bool(mask >> seeds & 1) for mask in journal["seeds_at"]]
             self._commit(journal)
-        scratch = retrograde.make_scratch(numba.get_num_threads(), STAGE_OUTBOX)
+        scratch = stages.make_scratch(numba.get_num_threads(), STAGE_OUTBOX)
         told = 0
         while journal["stage"] >= 1:
             stage = journal["stage"]
@@ -406,7 +406,7 @@ class DiskLayer:
         return {"positions": index.layer_size(seeds), "exit_seconds": journal["exit_seconds"],
                 "exit_passes": len(self.groups), "stage_seconds": time.perf_counter() - started,
                 "seconds": journal["exit_seconds"] + time.perf_counter() - started,
-                "working_bytes": max(self._lines(part) for part in range(self.parts)) * retrograde.LINE,
+                "working_bytes": max(self._lines(part) for part in range(self.parts)) * layer_state.LINE,
                 "exit_lookups": journal["exit_lookups"], "predecessors_told": int(scratch.tally[:, 0].sum()),
                 "stage_accesses": int(scratch.tally[:, 1].sum()), "stage_visits": journal["stage_visits"],
                 "updates_sent": told}
@@ -418,17 +418,17 @@ class DiskLayer:
         size = hi - lo
         state = self._read_slice(part)
         counts = state.view(np.uint8)
-        blocks = (size + retrograde.BLOCK - 1) // retrograde.BLOCK
+        blocks = (size + layer_state.BLOCK - 1) // layer_state.BLOCK
         flags = np.zeros(blocks, dtype=np.uint8)
         next_flags = np.zeros(blocks, dtype=np.uint8)
-        small = size < retrograde.SERIAL_SIZE
+        small = size < layer_state.SERIAL_SIZE
         previous_chunk = numba.set_parallel_chunksize(0)  # the kernels share their work themselves (run_stages)
         try:
             for name, crc, count in journal["inbox"][part]:
                 self._apply(name, crc, count, stage, lo, state, counts, flags)
             if journal["need_seed"][part]:
-                with retrograde.thread_count(1 if small else None):
-                    retrograde.seed_stage(stage, size, state, counts, state.view(np.uint64), flags, True)
+                with layer_state.thread_count(1 if small else None):
+                    stages.seed_stage(stage, size, state, counts, state.view(np.uint64), flags, True)
             outgoing = _Outgoing(self, journal["visits"])
             while True:
                 active = np.flatnonzero(flags)
@@ -436,9 +436,9 @@ class DiskLayer:
                     break
                 flags[active] = 0
                 scratch.sent[:] = 0
-                with retrograde.thread_count(1 if active.shape[0] <= retrograde.SERIAL_BLOCKS else None):
-                    retrograde.propagate(stage, seeds, lo, state, counts, active, next_flags, self.rows, scratch, size,
-                                         index.FILE_ORDER)
+                with layer_state.thread_count(1 if active.shape[0] <= layer_state.SERIAL_BLOCKS else None):
+                    stages.propagate(stage, seeds, lo, state, counts, active, next_flags, self.rows, scratch, size,
+                                     index.FILE_ORDER)
                 outgoing.send(np.concatenate([scratch.outbox[t, : scratch.sent[t]]
                                               for t in range(scratch.sent.shape[0])]))
                 flags, next_flags = next_flags, flags
@@ -486,8 +486,8 @@ class DiskLayer:
                 found = zlib.crc32(view, found)
                 # Applied before the whole file is checked: a damaged one raises below, and the visit,
                 # never committed, leaves its slice's file as it was.
-                with retrograde.thread_count(1 if piece.shape[0] < retrograde.RANK_CHUNK else None):
-                    retrograde.tell_received(stage, lo, piece, state, counts, flags, True)
+                with layer_state.thread_count(1 if piece.shape[0] < layer_state.RANK_CHUNK else None):
+                    stages.tell_received(stage, lo, piece, state, counts, flags, True)
             os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
         except OSError as error:
             raise BuildError(f"cannot read {path}: {error.strerror}") from None
@@ -585,7 +585,7 @@ class _SlicedValues:
         for part in range(layer.parts):
             state = layer._read_slice(part)
             size = layer.bounds[part + 1] - layer.bounds[part]
-            counts += retrograde.line_histogram(state, size)
+            counts += stages.line_histogram(state, size)
         seeds = layer.seeds
         settled = [counts[d & 0xFF] for d in range(-seeds, seeds + 1)]
         settled[seeds] += sum(int(counts[code & 0xFF]) for code in range(-128, 128) if not -seeds <= code <= seeds)
@@ -600,23 +600,23 @@ class _SlicedValues:
             first, last = max(lo, start), min(hi, stop)
             if first >= last:
                 continue
-            line_first = (first - lo) // retrograde.LINE_RANKS
-            line_last = (last - lo - 1) // retrograde.LINE_RANKS + 1
-            cells = np.empty((line_last - line_first) * retrograde.LINE, dtype=np.int8)
+            line_first = (first - lo) // layer_state.LINE_RANKS
+            line_last = (last - lo - 1) // layer_state.LINE_RANKS + 1
+            cells = np.empty((line_last - line_first) * layer_state.LINE, dtype=np.int8)
             path = layer._path(layer.journal["files"][part])
             descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
                 view = memoryview(cells.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
                 done = 0
                 while done < len(view):
-                    got = os.preadv(descriptor, [view[done:]], line_first * retrograde.LINE + done)
+                    got = os.preadv(descriptor, [view[done:]], line_first * layer_state.LINE + done)
                     if got == 0:
                         raise BuildError(f"{path} ended early")
                     done += got
             finally:
                 os.close(descriptor)
-            codes = cells.reshape(-1, retrograde.LINE)[:, : retrograde.LINE_RANKS].reshape(-1)
-            codes = codes[first - lo - line_first * retrograde.LINE_RANKS :][: last - first]
+            codes = cells.reshape(-1, layer_state.LINE)[:, : layer_state.LINE_RANKS].reshape(-1)
+            codes = codes[first - lo - line_first * layer_state.LINE_RANKS :][: last - first]
             out[first - start : last - start] = np.where((codes >= -layer.seeds) & (codes <= layer.seeds), codes, 0)
         return out
 

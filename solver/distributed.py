@@ -6,7 +6,7 @@ contiguous slice of every layer's ranks in the distance order
 mover's row, m and n - m side by side in bands of one |2m - n|, so that a
 move, which swaps the rows, mostly stays in its slice; the bands listed so
 that every slice holds balanced and lopsided positions alike, whose stages
-differ), cut at multiples of retrograde.BLOCK, so P need not
+differ), cut at multiples of layer_state.BLOCK, so P need not
 divide anything; it holds only its slices:
 the working state of its slice of the layer being built (the lined layout
 of retrograde, 1.52 bytes a position: a position's value byte and child
@@ -23,19 +23,19 @@ partitioned look-ups cost 9 bytes a capture on the wire and no memory;
 with P = 1 the same code runs and every look-up is local.
 
 Stages: each process runs a stage on its slice depth first, as one
-process runs it on a whole layer (retrograde.propagate_slice_stage): a
+process runs it on a whole layer (slice_stages.propagate_slice_stage): a
 seed, or a predecessor it resolves, is told of at once from a stack, with
 the words un-sowing gave it; a predecessor in another slice goes to the
 thread's outbox (8 bytes: rank and whether the child lost). The outboxes
 are packed by owner (pack_updates) and exchanged in one all-to-all, which
 carries each process's total with its counts, so that the same collective
 ends the loop when nobody sends; what arrives is claimed and told of depth
-first in turn (retrograde.tell_received_slice), filling the outboxes
+first in turn (slice_stages.tell_received_slice), filling the outboxes
 again. So a stage takes one round each time a chain of resolutions crosses
 a cut, not one for every step of every chain. The seeds' scan pauses when
 an outbox is half full and goes on after the next round; a position that
 finds the stack or an outbox full is flagged FRESH and swept
-(retrograde.propagate), with its own rounds. A stage ends when a sum over
+(stages.propagate), with its own rounds. A stage ends when a sum over
 the processes finds nothing FRESH anywhere.
 The values do not depend on the order updates arrive in (at stage k exactly
 the positions with |d| = k are resolved), so the files are the same
@@ -71,7 +71,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from . import index, retrograde, tables
+from . import exits, index, layer_state, layers, retrograde, slice_stages, stages, tables
 from .errors import BuildError, CorruptTableError
 from .intrinsics import prefetch
 from .rules import ROW
@@ -308,7 +308,7 @@ def _offsets(counts):
 def slice_bounds(size: int, processes: int, seeds: int | None = None) -> np.ndarray:
     """Where each process's slice of a layer of `size` positions starts (and
     the end), in ranks of the slices' ORDER: near-equal slices cut at
-    multiples of retrograde.BLOCK, so a block (and a byte of child counts)
+    multiples of layer_state.BLOCK, so a block (and a byte of child counts)
     never straddles two processes.
 
     Given the layer's `seeds`, a cut within BAND_SNAP of a slice's size of
@@ -319,7 +319,7 @@ def slice_bounds(size: int, processes: int, seeds: int | None = None) -> np.ndar
     bands and the odd ones (index.band_key): exactly at the middle of an
     even layer, near it in an odd one (0.17-0.20 of the in-layer moves cross
     it at layers 18..26)."""
-    block = retrograde.BLOCK
+    block = layer_state.BLOCK
     cuts = [size * p // processes for p in range(processes)] + [size]
     if seeds is not None and processes > 1:
         edges = [int(index.ORDER_STARTS[seeds, j]) for j in range(1, seeds + 1)
@@ -368,12 +368,12 @@ def route_requests(keys: np.ndarray, asked: np.ndarray, stride: int, bounds: np.
         total += asked[block]
     owners = np.empty(total, dtype=np.int32)
     counts = np.zeros(processes, dtype=np.int64)
-    mask = (np.int64(1) << retrograde.RANK_BITS) - 1
+    mask = (np.int64(1) << exits.RANK_BITS) - 1
     at = 0
     for block in range(asked.shape[0]):
         for j in range(block * stride, block * stride + asked[block]):
             key = keys[j]
-            owner = _owner(bounds[key >> retrograde.RANK_BITS], key & mask)
+            owner = _owner(bounds[key >> exits.RANK_BITS], key & mask)
             owners[at] = owner
             counts[owner] += 1
             at += 1
@@ -469,7 +469,7 @@ class Slices:
         answers = np.empty(keys.shape[0], dtype=np.int8)
         if keys.shape[0] == 0:
             return answers
-        asked = np.flatnonzero(np.bincount(keys >> retrograde.RANK_BITS, minlength=index.MAX_SEEDS + 1))
+        asked = np.flatnonzero(np.bincount(keys >> exits.RANK_BITS, minlength=index.MAX_SEEDS + 1))
         missing = [int(seeds) for seeds in asked if int(seeds) not in self.values]
         if missing or asked[-1] - asked[0] >= ANSWER_SPAN:
             raise BuildError(f"asked for layers {missing or asked.tolist()} that this process does not hold as needed")
@@ -482,7 +482,7 @@ class Slices:
         return answers
 
 
-ANSWER_SPAN = retrograde.MAX_CAPTURE  # layers one batch of requests can name: n-15..n-2
+ANSWER_SPAN = layer_state.MAX_CAPTURE  # layers one batch of requests can name: n-15..n-2
 ANSWER_BATCH = 64  # look-ups whose lines are prefetched before any is read
 
 
@@ -494,15 +494,15 @@ def _answer(keys, held, first, starts, answers):
     first, so that their cache misses overlap (a numpy gather by layer took
     three random passes a look-up: the exits of layer 24 ran at a quarter of
     one process's speed with 2 processes)."""
-    mask = (np.int64(1) << retrograde.RANK_BITS) - 1
+    mask = (np.int64(1) << exits.RANK_BITS) - 1
     total = keys.shape[0]
     for begin in range(0, total, ANSWER_BATCH):
         end = min(total, begin + ANSWER_BATCH)
         for j in range(begin, end):
-            at = (keys[j] >> retrograde.RANK_BITS) - first
+            at = (keys[j] >> exits.RANK_BITS) - first
             prefetch(held[at], (keys[j] & mask) - starts[at])  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
         for j in range(begin, end):
-            at = (keys[j] >> retrograde.RANK_BITS) - first
+            at = (keys[j] >> exits.RANK_BITS) - first
             answers[j] = held[at][(keys[j] & mask) - starts[at]]
 
 
@@ -606,7 +606,7 @@ class SliceSolver:
     """This process's part in the build of one layer (collective calls)."""
 
     def __init__(self, seeds: int, exchange: Exchange, slices: Slices, rows: tuple[np.ndarray, ...],
-                 outbox: int = OUTBOX, batch: int = EXIT_BATCH, stack: int = retrograde.STACK) -> None:
+                 outbox: int = OUTBOX, batch: int = EXIT_BATCH, stack: int = stages.STACK) -> None:
         retrograde.check_compiled_order()  # the slices and the kernels agree on the order
         self.seeds = seeds
         self.exchange = exchange
@@ -618,8 +618,8 @@ class SliceSolver:
         # The working state in the lined layout (retrograde.LayerSolver's): an
         # update touches one cache line, not one in each of two arrays. After
         # the stages, `values` is the slice's plain values (solve()).
-        self.lines = (size + retrograde.LINE_RANKS - 1) // retrograde.LINE_RANKS
-        self._area, self.state = retrograde.reserve(max(1, self.lines) * retrograde.LINE)  # a mapping is never empty
+        self.lines = (size + layer_state.LINE_RANKS - 1) // layer_state.LINE_RANKS
+        self._area, self.state = layers.reserve(max(1, self.lines) * layer_state.LINE)  # a mapping is never empty
         with contextlib.suppress(OSError, AttributeError):
             self._area.madvise(mmap.MADV_HUGEPAGE)
         self.counts = self.state.view(np.uint8)
@@ -627,7 +627,7 @@ class SliceSolver:
         self.values = np.zeros(0, dtype=np.int8)
         self.outbox = outbox
         self.stack = stack  # resolved positions a thread holds to tell of (more are left to sweeps)
-        self.batch = max(retrograde.BLOCK, batch // retrograde.BLOCK * retrograde.BLOCK)
+        self.batch = max(layer_state.BLOCK, batch // layer_state.BLOCK * layer_state.BLOCK)
         self.exit_seconds = 0.0
         self.stage_rounds = 0  # exchanges of the stages' updates
 
@@ -638,21 +638,21 @@ class SliceSolver:
         keys = np.empty(self.batch * ROW, dtype=np.int64)
         gains = np.empty(self.batch * ROW, dtype=np.int8)
         owners = np.empty(self.batch * ROW, dtype=np.int64)
-        asked = np.zeros(self.batch // retrograde.BLOCK, dtype=np.int64)
+        asked = np.zeros(self.batch // layer_state.BLOCK, dtype=np.int64)
         rounds = exchange.maximum((self.hi - self.lo + self.batch - 1) // self.batch)
         for round_number in range(rounds):
             start = self.lo + round_number * self.batch
             stop = min(self.hi, start + self.batch)
-            blocks = (max(0, stop - start) + retrograde.BLOCK - 1) // retrograde.BLOCK
+            blocks = (max(0, stop - start) + layer_state.BLOCK - 1) // layer_state.BLOCK
             if start < stop:
-                retrograde.exit_requests(self.seeds, self.lo, start, stop, self.state, self.counts, self.rows,
-                                         keys, gains, owners, asked, ORDER)
-            wanted, slots, counts = route_requests(keys, asked[:blocks], retrograde.BLOCK * ROW, self.slices.bounds,
+                exits.exit_requests(self.seeds, self.lo, start, stop, self.state, self.counts, self.rows,
+                                    keys, gains, owners, asked, ORDER)
+            wanted, slots, counts = route_requests(keys, asked[:blocks], layer_state.BLOCK * ROW, self.slices.bounds,
                                                    exchange.size)
             requests, arrived = exchange.alltoallv(wanted, counts)
             answers, _ = exchange.alltoallv(self.slices.answer(requests), arrived)
             # The answers come back grouped as the requests went: answers[j] is slots[j]'s.
-            retrograde.raise_exits(self.state, slots, gains, owners, answers)
+            exits.raise_exits(self.state, slots, gains, owners, answers)
         self.exit_seconds = time.perf_counter() - started
 
     def solve(self, checkpoints: Checkpoints | None = None, progress: Callable | None = None) -> dict[str, Any]:
@@ -667,8 +667,8 @@ class SliceSolver:
                 checkpoints.save(self.seeds, self.seeds, self.bounds, self.state)
         exit_bytes = self.exchange.bytes_sent - before
         started = time.perf_counter()
-        scratch = retrograde.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0,
-                                          stack=self.stack)
+        scratch = stages.make_scratch(numba.get_num_threads(), self.outbox if self.exchange.size > 1 else 0,
+                                      stack=self.stack)
         exchange, seeds, lo, size = self.exchange, self.seeds, self.lo, self.size
         layer_bounds = self.bounds
 
@@ -684,45 +684,45 @@ class SliceSolver:
                 if received is None:  # every scan is done: a stopped one has something to send
                     return told
                 self.stage_rounds += 1
-                with retrograde.thread_count(1 if received.shape[0] <= retrograde.RANK_CHUNK else None):
-                    told += retrograde.tell_received_slice(stage, seeds, lo, size, received, self.state, self.counts,
-                                                           flags, self.rows, scratch, ORDER)
+                with layer_state.thread_count(1 if received.shape[0] <= layer_state.RANK_CHUNK else None):
+                    told += slice_stages.tell_received_slice(stage, seeds, lo, size, received, self.state, self.counts,
+                                                             flags, self.rows, scratch, ORDER)
                 if scan is not None and scan[0] < flags.shape[0]:
-                    told += retrograde.propagate_slice_stage(stage, seeds, lo, size, self.state, self.counts,
-                                                             self.value_words, flags, self.rows, scratch, scan, ORDER)
+                    told += slice_stages.propagate_slice_stage(stage, seeds, lo, size, self.state, self.counts,
+                                                               self.value_words, flags, self.rows, scratch, scan, ORDER)
 
         def seed_and_tell(stage, flags):
             scratch.sent[:] = 0
             scan = np.zeros(1, dtype=np.int64)  # the next block of the seeds' scan
-            told = retrograde.propagate_slice_stage(stage, seeds, lo, size, self.state, self.counts, self.value_words,
-                                                    flags, self.rows, scratch, scan, ORDER)
+            told = slice_stages.propagate_slice_stage(stage, seeds, lo, size, self.state, self.counts, self.value_words,
+                                                      flags, self.rows, scratch, scan, ORDER)
             return told + (exchange_rounds(stage, flags, scan) if exchange.size > 1 else 0)
 
         def sweep(stage, active, next_flags):
             # Positions left FRESH: the stack or an outbox was full.
             scratch.sent[:] = 0
-            done = retrograde.propagate(stage, seeds, lo, self.state, self.counts, active, next_flags, self.rows,
-                                        scratch, size, ORDER)
+            done = stages.propagate(stage, seeds, lo, self.state, self.counts, active, next_flags, self.rows,
+                                    scratch, size, ORDER)
             return done + (exchange_rounds(stage, next_flags) if exchange.size > 1 else 0)
 
         def after_stage(stage):
             if checkpoints and stage > 1 and checkpoints.due():
                 checkpoints.save(seeds, stage - 1, self.bounds, self.state)
 
-        stages, seed_seconds = retrograde.run_stages(
+        reports, seed_seconds = stages.run_stages(
             seeds, self.state, self.value_words, self.counts, sweep, progress, first_stage=first_stage,
             everywhere=exchange.sum, after_stage=after_stage, lined_ranks=size, seed_and_tell=seed_and_tell)
         # The values out of the lines a piece at a time, each piece given back
         # once moved (endless play settled to 0), as LayerSolver.solve does.
         self.values = np.empty(size, dtype=np.int8)
-        with retrograde.thread_count(1 if size < retrograde.SERIAL_SIZE else None):
-            for first in range(0, self.lines, retrograde.COMPACT_LINES):
-                last = min(self.lines, first + retrograde.COMPACT_LINES)
-                retrograde.compact_lines(self.state, size, self.values, first, last)
+        with layer_state.thread_count(1 if size < layer_state.SERIAL_SIZE else None):
+            for first in range(0, self.lines, layer_state.COMPACT_LINES):
+                last = min(self.lines, first + layer_state.COMPACT_LINES)
+                stages.compact_lines(self.state, size, self.values, first, last)
                 with contextlib.suppress(OSError):
-                    self._area.madvise(mmap.MADV_DONTNEED, first * retrograde.LINE, (last - first) * retrograde.LINE)
+                    self._area.madvise(mmap.MADV_DONTNEED, first * layer_state.LINE, (last - first) * layer_state.LINE)
         self.state = self.counts = self.value_words = None  # type: ignore[assignment]
-        retrograde.release(self._area)
+        layers.release(self._area)
         return {
             "exit_bytes": exit_bytes,
             "stage_bytes": self.exchange.bytes_sent - before - exit_bytes,
@@ -731,7 +731,7 @@ class SliceSolver:
             "seed_seconds": seed_seconds,
             "resumed_at_stage": resumed,
             "stage_rounds": self.stage_rounds,
-            "stages": [(s.stage, s.resolved, s.sweeps) for s in stages],
+            "stages": [(s.stage, s.resolved, s.sweeps) for s in reports],
         }
 
 

@@ -36,7 +36,7 @@ NOT_IN_USE = -1000  # move_value of a move whose child's layer is not in `use`: 
 PARTIAL_OFFSET = 64  # solved-component values are kept as d + 64, so 0 means unknown
 
 
-def _reserve(size: int) -> tuple[mmap.mmap, np.ndarray]:
+def reserve(size: int) -> tuple[mmap.mmap, np.ndarray]:
     """A zero-filled writable int8 array of `size` bytes whose pages are taken lazily."""
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
     try:
@@ -46,7 +46,7 @@ def _reserve(size: int) -> tuple[mmap.mmap, np.ndarray]:
     return area, np.frombuffer(area, dtype=np.int8)
 
 
-def _release(area: mmap.mmap) -> None:
+def release(area: mmap.mmap) -> None:
     """Unmap a working area whose arrays were dropped. A view that a reference
     cycle still holds until the next collection makes close() raise (a CI run
     met one after a sliced layer was done): collect once and try again, and
@@ -91,7 +91,7 @@ class LayerStore:
         for seeds in range(index.MAX_SEEDS + 1):
             size = index.layer_size(seeds) if seeds <= max_seeds else 0
             self.starts[seeds + 1] = self.starts[seeds] + (size + PAGE - 1) // PAGE * PAGE
-        self._area, self.flat = _reserve(max(PAGE, int(self.starts[-1])))
+        self._area, self.flat = reserve(max(PAGE, int(self.starts[-1])))
         self.loaded = np.zeros(index.MAX_SEEDS + 1, dtype=np.bool_)
         self.lock = threading.RLock()
 

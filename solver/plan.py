@@ -4,7 +4,7 @@ many.
 
 Every figure about a build's memory is made here from one model: the
 working state of the layer solved (solver.retrograde keeps it:
-retrograde.working_bytes), the smaller layers its exits read (all at once,
+layer_state.working_bytes), the smaller layers its exits read (all at once,
 or a group at a time when the budget is short: exit_groups), and the
 process itself (BASE_BYTES). The build driver (solver.build) budgets by it,
 `awele plan` prints it, and a missing table's advice quotes it. Rates and
@@ -19,7 +19,7 @@ import itertools
 import os
 import re
 
-from . import distributed, index, retrograde, tables
+from . import distributed, index, layer_state, tables, verify_layer
 from .errors import BuildError
 from .layers import available_memory
 from .rules import ROW
@@ -78,8 +78,8 @@ def default_budget() -> int:
 def working_bytes(seeds: int) -> int:
     """Memory of layer `seeds` while it is built: its value bytes, a nibble of
     counts a position and two flag bytes a block (the state solver.retrograde
-    keeps, retrograde.working_bytes)."""
-    return retrograde.working_bytes(index.layer_size(seeds))
+    keeps, layer_state.working_bytes)."""
+    return layer_state.working_bytes(index.layer_size(seeds))
 
 
 def least_bytes(seeds: int) -> int:
@@ -98,11 +98,11 @@ def process_bytes(seeds: int, processes: int, threads: int = 1, outbox: int | No
     outbox = distributed.OUTBOX if outbox is None else outbox
     batch = distributed.EXIT_BATCH if batch is None else batch
     share = lambda size: -(-size // processes)  # noqa: E731
-    smaller = sum(share(index.layer_size(m)) for m in range(max(0, seeds - retrograde.MAX_CAPTURE), seeds))
+    smaller = sum(share(index.layer_size(m)) for m in range(max(0, seeds - layer_state.MAX_CAPTURE), seeds))
     buffers = 0
     if processes > 1:
         # Outboxes, their concatenation and grouping, and what arrives (as much again).
-        buffers = 4 * 8 * threads * (outbox + retrograde.BATCH + retrograde.MAX_PREDECESSORS)
+        buffers = 4 * 8 * threads * (outbox + layer_state.BATCH + layer_state.MAX_PREDECESSORS)
     # Exit requests: keys, gains and owners; routed keys and slots; those received; answers both ways.
     buffers += batch * ROW * ((8 + 1 + 8) + 2 * 8 + 8 + 2)
     return BASE_BYTES + share(working_bytes(seeds)) + smaller + buffers
@@ -132,7 +132,7 @@ def disk_bounds(size: int, parts: int) -> list[int]:
 
 
 def _slice_lines(bounds: list[int]) -> list[int]:
-    return [(hi - lo + retrograde.LINE_RANKS - 1) // retrograde.LINE_RANKS for lo, hi in itertools.pairwise(bounds)]
+    return [(hi - lo + layer_state.LINE_RANKS - 1) // layer_state.LINE_RANKS for lo, hi in itertools.pairwise(bounds)]
 
 
 def disk_plan(seeds: int, budget: int, parts: int | None = None, sliced_stages: bool = False) -> dict | None:
@@ -154,17 +154,17 @@ def disk_plan(seeds: int, budget: int, parts: int | None = None, sliced_stages: 
     sliced = stages > budget or bool(sliced_stages)
     if size < SLICE_UNIT * 2:
         return None
-    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
+    largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
     best = None
     for count in [parts] if parts else range(2, (MAX_SLICED if sliced else MAX_SLICES) + 1):
         bounds = disk_bounds(size, count)
         if min(hi - lo for lo, hi in itertools.pairwise(bounds)) <= 0:
             break
-        piece = max(_slice_lines(bounds)) * retrograde.LINE
+        piece = max(_slice_lines(bounds)) * layer_state.LINE
         room = budget - BASE_BYTES - piece
         if largest > room or (sliced and BASE_BYTES + piece + STAGE_BUFFER_BYTES > budget):
             continue
-        groups = _first_fit(retrograde.exit_layers(seeds), room)
+        groups = _first_fit(layer_state.exit_layers(seeds), room)
         # As few exit passes as can be; then, stages in memory, the smallest slices (the least memory and
         # scratch beside the others); sliced stages, the fewest slices (the fewest visits a stage).
         if best is None or len(groups) < len(best[2]) or (len(groups) == len(best[2]) and not sliced):
@@ -172,7 +172,7 @@ def disk_plan(seeds: int, budget: int, parts: int | None = None, sliced_stages: 
     if best is None:
         return None
     count, bounds, groups, piece = best
-    state = sum(_slice_lines(bounds)) * retrograde.LINE
+    state = sum(_slice_lines(bounds)) * layer_state.LINE
     group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
     # Sliced stages: each stage visits each slice about VISITS_A_STAGE times (read and written), and the
     # updates between slices go through files (written and read once).
@@ -189,8 +189,8 @@ def disk_least_bytes(seeds: int) -> int:
     its largest smaller layer beside a slice (the exits; in as many slices
     as the sliced stages take), and no less than the sliced stages need."""
     bounds = disk_bounds(index.layer_size(seeds), MAX_SLICED)
-    piece = max(_slice_lines(bounds)) * retrograde.LINE
-    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
+    piece = max(_slice_lines(bounds)) * layer_state.LINE
+    largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
     return BASE_BYTES + piece + max(largest, STAGE_BUFFER_BYTES)
 
 
@@ -211,14 +211,14 @@ def exit_groups(seeds: int, budget: int) -> list[list[int]]:
     pass per group. Raises BuildError when the budget cannot hold the layer."""
     if least_bytes(seeds) > budget:
         raise BuildError(memory_message(seeds, budget))
-    return _first_fit(retrograde.exit_layers(seeds), budget - BASE_BYTES - working_bytes(seeds))
+    return _first_fit(layer_state.exit_layers(seeds), budget - BASE_BYTES - working_bytes(seeds))
 
 
 def verify_bytes(seeds: int) -> int:
     """Memory `awele verify` holds for layer `seeds` beside its smaller
     layers: the layer at a byte a position and its two bits a position
-    (solver.retrograde.check_moves)."""
-    return index.layer_size(seeds) + retrograde.VERIFY_BITS * ((index.layer_size(seeds) + 7) // 8)
+    (solver.verify_layer.check_moves)."""
+    return index.layer_size(seeds) + verify_layer.VERIFY_BITS * ((index.layer_size(seeds) + 7) // 8)
 
 
 def verify_groups(seeds: int, budget: int) -> list[list[int]]:
@@ -227,13 +227,13 @@ def verify_groups(seeds: int, budget: int) -> list[list[int]]:
     memory beside verify_bytes. Raises BuildError when the budget cannot
     hold the layer and its largest smaller layer."""
     room = budget - BASE_BYTES - verify_bytes(seeds)
-    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
+    largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
     if largest > room:
         raise BuildError(
             f"verifying layer {seeds} needs at least {size_text(BASE_BYTES + verify_bytes(seeds) + largest, up=True)} "
             f"(the layer, two bits a position, its largest smaller layer and the process); "
             f"the memory budget is {size_text(budget)}")
-    return _first_fit(retrograde.exit_layers(seeds), room)
+    return _first_fit(layer_state.exit_layers(seeds), room)
 
 
 def _first_fit(layers: list[int], room: int) -> list[list[int]]:
@@ -291,7 +291,7 @@ def build_memory_bytes(seeds: int) -> int:
     state and its largest smaller layer at one byte a position (the exit
     passes take the smaller layers a group at a time). The build driver's
     budget (least_bytes) adds the process to it."""
-    largest = max((index.layer_size(m) for m in retrograde.exit_layers(seeds)), default=0)
+    largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
     return working_bytes(seeds) + largest
 
 
@@ -355,7 +355,7 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
     saved: dict[str, float] = {"positions": 0, "seconds": 0.0, "file_bytes": 0}
     for seeds in range(max_seeds + 1):
         size = index.layer_size(seeds)
-        lower = sum(index.layer_size(m) for m in retrograde.exit_layers(seeds))
+        lower = sum(index.layer_size(m) for m in layer_state.exit_layers(seeds))
         row = {
             "seeds": seeds,
             "positions": size,

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from naive import naive_legal_moves, naive_play, naive_terminal_value
 
-from solver import build, index, plan, retrograde, tables
+from solver import build, index, layer_state, plan, retrograde, tables
 from solver.cli import cli
 from solver.errors import BuildError
 from solver.layers import LayerStore
@@ -49,7 +49,7 @@ def test_larger_layers_verify_and_do_not_depend_on_threads(built16):
     directory, _ = built16
     for seeds in range(13, 17):
         assert build.verify(directory, seeds)[0] == 0
-    store = build.load_layers(directory, retrograde.exit_layers(16), LayerStore(16))
+    store = build.load_layers(directory, layer_state.exit_layers(16), LayerStore(16))
     single, _ = retrograde.solve_layer(16, store, threads=1)
     assert _digest(single) == HASHES[16]
 
@@ -81,8 +81,8 @@ def test_verify_in_passes_finds_exactly_the_wrong_positions(built16, tmp_path):
     seeds = 7
     budget = plan.BASE_BYTES + plan.verify_bytes(seeds) + index.layer_size(5) + index.layer_size(3)
     groups = plan.verify_groups(seeds, budget)
-    assert len(groups) >= 2 and sorted(m for g in groups for m in g) == retrograde.exit_layers(seeds)
-    assert plan.verify_groups(seeds, 1 << 40) == [retrograde.exit_layers(seeds)]
+    assert len(groups) >= 2 and sorted(m for g in groups for m in g) == layer_state.exit_layers(seeds)
+    assert plan.verify_groups(seeds, 1 << 40) == [layer_state.exit_layers(seeds)]
     assert build.verify(directory, seeds, memory=budget) == (0, [])
     folder = str(tmp_path)
     layers = [tables.load_values(directory, m) for m in range(seeds + 1)]
@@ -98,7 +98,7 @@ def test_verify_in_passes_finds_exactly_the_wrong_positions(built16, tmp_path):
     whole = build.verify(folder, seeds, limit=len(wrong))
     split = build.verify(folder, seeds, limit=len(wrong), memory=budget)
     assert whole == split and whole[0] == len(wrong)
-    first_of_each_block = sorted({rank // retrograde.BLOCK: rank for rank in reversed(wrong)}.values())
+    first_of_each_block = sorted({rank // layer_state.BLOCK: rank for rank in reversed(wrong)}.values())
     assert [board for board, _ in whole[1]] == [index.unrank(seeds, r).tolist() for r in first_of_each_block]
     with pytest.raises(BuildError, match=f"verifying layer {seeds} needs"):
         plan.verify_groups(seeds, plan.BASE_BYTES + plan.verify_bytes(seeds))
@@ -143,7 +143,7 @@ def test_cli_verify_takes_a_budget_and_refuses_one_too_small(built16):
 def test_a_tight_budget_splits_the_exits_into_passes_and_gives_the_same_tables(tmp_path):
     budget = plan.least_bytes(15) + index.layer_size(11)
     groups = plan.exit_groups(15, budget)
-    assert len(groups) >= 2 and sorted(m for g in groups for m in g) == retrograde.exit_layers(15)
+    assert len(groups) >= 2 and sorted(m for g in groups for m in g) == layer_state.exit_layers(15)
     rows = []
     build.build(15, str(tmp_path), memory=budget, report=rows.append)
     assert rows[-1]["exit_passes"] == len(groups)
@@ -155,7 +155,7 @@ def test_every_pass_order_and_grouping_gives_the_same_layer(table_dir):
     """Exit passes keep the best capture so far: any split of the smaller
     layers into passes, in any order, gives the same values."""
     rng = np.random.default_rng(7)
-    layers = retrograde.exit_layers(12)
+    layers = layer_state.exit_layers(12)
     for trial in range(3):
         store = build.load_layers(table_dir, layers, LayerStore(12))
         order = list(rng.permutation(layers))
@@ -186,13 +186,13 @@ def test_solve_layer_restores_the_thread_count():
 
 def test_a_pending_code_keeps_its_exit_and_is_never_a_value():
     codes = set()
-    for exit in range(retrograde.NO_EXIT, retrograde.MAX_VALUE + 1):  # every exit there is
-        code = retrograde.pending(exit)
-        assert retrograde.pending_exit(code) == exit
-        assert not retrograde.resolved(np.int8(code))  # int8, as the values hold codes (and as below: one compile)
+    for exit in range(layer_state.NO_EXIT, layer_state.MAX_VALUE + 1):  # every exit there is
+        code = layer_state.pending(exit)
+        assert layer_state.pending_exit(code) == exit
+        assert not layer_state.resolved(np.int8(code))  # int8, as the values hold codes (and as below: one compile)
         codes.add(int(code))
-    assert len(codes) == retrograde.MAX_VALUE - retrograde.NO_EXIT + 1
-    assert all(retrograde.resolved(np.int8(value)) for value in range(-48, 49))
+    assert len(codes) == layer_state.MAX_VALUE - layer_state.NO_EXIT + 1
+    assert all(layer_state.resolved(np.int8(value)) for value in range(-48, 49))
 
 
 def test_a_budget_too_small_stops_before_any_work_in_one_line(tmp_path):
@@ -234,7 +234,7 @@ def test_the_disk_mode_holds_one_slice_beside_the_largest_smaller_layer():
         assert layout["memory_bytes"] >= stages and not layout["sliced_stages"]
         below = plan.disk_plan(seeds, stages - 1)  # the working state does not fit: stages in slices
         assert below is not None and below["sliced_stages"] and below["memory_bytes"] <= stages - 1
-        assert sorted(m for g in layout["groups"] for m in g) == retrograde.exit_layers(seeds)
+        assert sorted(m for g in layout["groups"] for m in g) == layer_state.exit_layers(seeds)
         bounds = layout["bounds"]
         assert bounds[0] == 0 and bounds[-1] == index.layer_size(seeds)
         assert all(b % plan.SLICE_UNIT == 0 for b in bounds[:-1]) and sorted(bounds) == bounds

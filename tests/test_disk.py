@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from solver import build, disk, index, plan, retrograde, tables
+from solver import build, disk, exits, index, layer_state, plan, tables
 from solver.cli import cli
 from solver.errors import BuildError
 from solver.layers import LayerStore
@@ -45,7 +45,7 @@ def _on_disk(directory, seeds, layout, scratch=None):
     store = LayerStore(seeds)
     rows = index.RowTables(seeds).arrays
     scratch = scratch or os.path.join(directory, build.SCRATCH_NAME)
-    with retrograde.thread_count(1):  # small layers: one thread, as a busy machine runs them fastest
+    with layer_state.thread_count(1):  # small layers: one thread, as a busy machine runs them fastest
         return build.build_layer_on_disk(seeds, directory, scratch, store, layout, rows)
 
 
@@ -70,9 +70,9 @@ def test_every_cut_into_slices_and_groups_gives_the_same_layer(table_dir, tmp_pa
     stats = _on_disk(directory, 13, _layout(13, parts, groups))
     assert stats["exit_passes"] == len(groups) and stats["slices"] == parts
     # Each slice written once a group, read back once a group after the first and once for the stages.
-    state = sum(-(-(hi - lo) // retrograde.LINE_RANKS) for lo, hi in
+    state = sum(-(-(hi - lo) // layer_state.LINE_RANKS) for lo, hi in
                 zip(plan.disk_bounds(index.layer_size(13), parts), plan.disk_bounds(index.layer_size(13), parts)[1:]))
-    assert stats["disk_bytes_written"] == len(groups) * state * retrograde.LINE
+    assert stats["disk_bytes_written"] == len(groups) * state * layer_state.LINE
     assert _digest(tables.load_values(directory, 13)) == HASHES[13]
     assert build.verify(directory, 13, memory=2 << 30)[0] == 0
     assert not os.listdir(os.path.join(directory, build.SCRATCH_NAME))
@@ -102,8 +102,8 @@ def test_a_build_killed_at_any_step_resumes_there_and_loses_nothing(table_dir, t
     build.build(13, directory, threads=1, disk_slices=3, report=rows.append)
     row = rows[-1]
     assert row["mode"] == "disk" and row["built"]
-    full = sum(-(-(hi - lo) // retrograde.LINE_RANKS) for lo, hi in
-               zip(journal["bounds"], journal["bounds"][1:])) * retrograde.LINE
+    full = sum(-(-(hi - lo) // layer_state.LINE_RANKS) for lo, hi in
+               zip(journal["bounds"], journal["bounds"][1:])) * layer_state.LINE
     assert row["disk_bytes_written"] < full  # the recorded steps were not done again
     assert _digest(tables.load_values(directory, 13)) == HASHES[13]
     assert not os.path.exists(scratch)
@@ -247,7 +247,7 @@ def test_the_plan_shows_each_layers_mode_memory_scratch_and_time():
 
 def test_a_layer_no_later_one_needs_can_be_left_out_of_a_build(tmp_path):
     # Layer 47 for layer 48 (a capture takes at least 2 seeds); here 6 for 7, small enough to build.
-    assert build.UNREACHABLE not in retrograde.exit_layers(48)
+    assert build.UNREACHABLE not in layer_state.exit_layers(48)
     rows = []
     build.build(7, str(tmp_path), leave_out=(6,), report=rows.append)
     assert tables.built_layers(str(tmp_path)) == [0, 1, 2, 3, 4, 5, 7]
@@ -263,7 +263,7 @@ def test_the_exits_hold_one_slice_at_a_time(table_dir, tmp_path, monkeypatch):
     # held two (layer 36's exits: 4.3 GB over the budget, killed by the kernel).
     directory = _copy_layers(table_dir, tmp_path / "db", range(10))
     passed, alive_at_reads = [], []
-    exit_pass, read_slice = retrograde.exit_pass, disk.DiskLayer._read_slice
+    exit_pass, read_slice = exits.exit_pass, disk.DiskLayer._read_slice
 
     def watched_exit_pass(seeds, size, state, *args):
         passed.append(weakref.ref(state))
@@ -274,7 +274,7 @@ def test_the_exits_hold_one_slice_at_a_time(table_dir, tmp_path, monkeypatch):
         alive_at_reads.append(sum(ref() is not None for ref in passed))
         return read_slice(self, part, out)
 
-    monkeypatch.setattr(retrograde, "exit_pass", watched_exit_pass)
+    monkeypatch.setattr(exits, "exit_pass", watched_exit_pass)
     monkeypatch.setattr(disk.DiskLayer, "_read_slice", watched_read)
     _on_disk(directory, 10, _layout(10, 3, [[8, 7, 6], list(range(6))]))
     # Group 1 reads two slices (it goes on with the one group 0 ended on), the

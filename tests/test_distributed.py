@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mpi_support import MPIEXEC, mpi_ready
 
-from solver import build, distributed, index, plan, retrograde, rules, tables
+from solver import build, distributed, exits, index, layer_state, plan, retrograde, rules, stages, tables
 from solver.errors import BuildError
 
 HASHES = json.load(open(os.path.join(os.path.dirname(__file__), "data", "layer_sha256.json")))["sha256"]
@@ -45,12 +45,12 @@ def test_slices_cover_the_layer_in_block_aligned_near_equal_parts(size, processe
     bounds = distributed.slice_bounds(size, processes)
     assert bounds[0] == 0 and bounds[-1] == size and len(bounds) == processes + 1
     assert (np.diff(bounds) >= 0).all()
-    assert (bounds[:-1] % retrograde.BLOCK == 0).all()
-    assert np.diff(bounds).max() <= size // processes + 2 * retrograde.BLOCK
+    assert (bounds[:-1] % layer_state.BLOCK == 0).all()
+    assert np.diff(bounds).max() <= size // processes + 2 * layer_state.BLOCK
 
 
 def _key(seeds, where):
-    return (seeds << retrograde.RANK_BITS) | int(where * index.layer_size(seeds))
+    return (seeds << exits.RANK_BITS) | int(where * index.layer_size(seeds))
 
 
 @settings(max_examples=100, deadline=None)
@@ -71,7 +71,7 @@ def test_requests_go_to_the_owner_of_their_child_and_keep_their_order(processes,
     requests, slots, counts = distributed.route_requests(keys, asked, stride, bounds, processes)
     owners = []
     for key in keys[written]:
-        seeds, rank = key >> retrograde.RANK_BITS, key & ((1 << retrograde.RANK_BITS) - 1)
+        seeds, rank = key >> exits.RANK_BITS, key & ((1 << exits.RANK_BITS) - 1)
         owners.append(int(np.searchsorted(bounds[seeds, : processes + 1], rank, side="right")) - 1)
     order = np.argsort(np.array(owners, dtype=np.int64), kind="stable")  # stable: their order kept within a group
     assert slots.tolist() == np.array(written, dtype=np.int64)[order].tolist()
@@ -79,7 +79,7 @@ def test_requests_go_to_the_owner_of_their_child_and_keep_their_order(processes,
     assert counts.tolist() == np.bincount(np.array(owners, dtype=np.int64), minlength=processes).tolist()
     for p, (first, last) in enumerate(zip(np.cumsum(counts) - counts, np.cumsum(counts))):
         for key in requests[first:last]:
-            seeds, rank = key >> retrograde.RANK_BITS, key & ((1 << retrograde.RANK_BITS) - 1)
+            seeds, rank = key >> exits.RANK_BITS, key & ((1 << exits.RANK_BITS) - 1)
             assert bounds[seeds, p] <= rank < bounds[seeds, p + 1]
 
 
@@ -203,14 +203,14 @@ def test_two_slices_share_every_stage_of_a_layer_evenly(table_dir):
 
 
 def test_kernels_compiled_with_another_order_are_refused(monkeypatch):
-    # numba's cache is keyed on retrograde.py alone: kernels cached before
+    # numba's cache is keyed on each kernel's file alone: kernels cached before
     # index's order changed keep the old one. Seen here as an order that
     # differs from the one the kernels were compiled with.
     retrograde.check_compiled_order()  # the same order: nothing to say
     other = index.ORDER_OFFSET.copy()
     other[20, [3, 4]] = other[20, [4, 3]]
     monkeypatch.setattr(index, "ORDER_OFFSET", other)
-    with pytest.raises(BuildError, match="another version's slice order: delete the retrograde"):
+    with pytest.raises(BuildError, match="another version's slice order: delete the exits"):
         retrograde.check_compiled_order()
 
 
@@ -232,18 +232,18 @@ def test_a_slice_runs_each_stage_depth_first_and_a_full_stack_leaves_the_rest_to
     build.build(10, str(tmp_path), threads=1)
     exchange = distributed.Exchange()
     slices = distributed.Slices(exchange, distributed.all_bounds(12, 1))
-    for seeds in retrograde.exit_layers(12):
+    for seeds in layer_state.exit_layers(12):
         slices.load(str(tmp_path), seeds)
     rows = index.RowTables(12).arrays
     sweeps = {}
-    for stack in (retrograde.STACK, 1):
+    for stack in (stages.STACK, 1):
         solver = distributed.SliceSolver(12, exchange, slices, rows, stack=stack)
-        with retrograde.thread_count(1):
+        with layer_state.thread_count(1):
             stats = solver.solve()
         in_file_order = distributed.GatheredLayer(exchange, solver.values, solver.bounds, 12)[:]
         assert _digest(in_file_order) == HASHES["12"]
         sweeps[stack] = sum(sweeps for _stage, _resolved, sweeps in stats["stages"])
-    assert sweeps[retrograde.STACK] == len(stats["stages"]) == 12
+    assert sweeps[stages.STACK] == len(stats["stages"]) == 12
     assert sweeps[1] > 2 * 12
 
 
@@ -299,7 +299,7 @@ def test_mpi_builds_the_same_tables_as_one_process(tmp_path, processes):
     assert rows[-1]["bytes_exchanged"] > 0
     _check_hashes(directory, 14)
     # The slices are uneven: no process count here divides the layer into whole blocks.
-    assert index.layer_size(14) % (processes * retrograde.BLOCK) != 0
+    assert index.layer_size(14) % (processes * layer_state.BLOCK) != 0
     with tables.open_table(directory, 14) as handle:
         assert int(handle.attrs["processes"]) == processes
         solving = int(handle.attrs["bytes_exchanged"])  # the solve's traffic; the row adds the file's gathering

@@ -134,13 +134,13 @@ def test_no_layer_of_a_build_is_charged_the_compile(tmp_path):
     # In a fresh process nothing is compiled or loaded yet: by the time the first
     # layer's clock starts, the builder's kernels must be, so that its time is its own.
     code = f"""
-from solver import build, retrograde, tables
+from solver import build, exits, stages, tables
 seen = []
 original = build.build_layer
 def spy(*args, **kwargs):
     if not seen:
-        seen.append([name for name, kernel in (("propagate_stage", retrograde.propagate_stage),
-                                               ("exit_pass", retrograde.exit_pass),
+        seen.append([name for name, kernel in (("propagate_stage", stages.propagate_stage),
+                                               ("exit_pass", exits.exit_pass),
                                                ("fletcher32", tables.fletcher32),
                                                ("byte_histogram", tables.byte_histogram))
                      if not kernel.signatures])

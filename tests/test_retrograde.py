@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from naive import all_boards, naive_legal_moves, naive_play, naive_sow
 from naive_solver import naive_solve
 
-from solver import build, index, retrograde, rules, tables
+from solver import build, index, layer_state, layers, retrograde, rules, stages, tables
 from solver.cli import cli
 from solver.errors import CorruptTableError, MissingTableError, TableMismatchError
 from solver.layers import LayerStore
@@ -44,7 +44,7 @@ def test_values_stay_in_range_and_no_position_is_left_unknown(solved):
     for seeds in range(NAIVE_LAYERS + 1):
         values = solved.layer(seeds)
         assert values.min() >= -seeds and values.max() <= seeds
-        assert all(retrograde.resolved(v) for v in np.unique(values))
+        assert all(layer_state.resolved(v) for v in np.unique(values))
 
 
 def test_one_and_two_threads_give_the_same_layer():
@@ -59,14 +59,14 @@ def test_a_full_stack_leaves_positions_to_the_sweeps_and_the_values_do_not_chang
     a position that finds the stack full is flagged FRESH and told of by a
     sweep instead. With no room or nearly none, every layer comes out the
     same, with the same positions resolved in each stage."""
-    monkeypatch.setattr(retrograde, "STACK", stack)
+    monkeypatch.setattr(stages, "STACK", stack)
     store = LayerStore(NAIVE_LAYERS)
     for seeds in range(NAIVE_LAYERS + 1):
         values, stats = retrograde.solve_layer(seeds, store, threads=2)
         assert np.array_equal(values, solved.layer(seeds))
         if seeds == NAIVE_LAYERS:
             assert sum(sweeps for _stage, _found, sweeps in stats["stages"]) > len(stats["stages"])
-            monkeypatch.setattr(retrograde, "STACK", 1 << 10)
+            monkeypatch.setattr(stages, "STACK", 1 << 10)
             roomy = retrograde.solve_layer(seeds, store, threads=2)[1]
             assert [found for _s, found, _w in stats["stages"]] == [found for _s, found, _w in roomy["stages"]]
 
@@ -146,15 +146,15 @@ def test_capture_candidates_never_name_an_empty_house():
 
 
 def _predecessors(seeds, board):
-    """retrograde.predecessors of a board: (ranks, boards of the words it gave), nothing held here."""
+    """layer_state.predecessors of a board: (ranks, boards of the words it gave), nothing held here."""
     mover, opponent = index.pack(np.array(board, dtype=np.uint8))
-    room = retrograde.MAX_PREDECESSORS
+    room = layer_state.MAX_PREDECESSORS
     found = np.empty(room, np.int64)
     movers = np.empty(room, np.uint64)
     opponents = np.empty(room, np.uint64)
     nothing = np.zeros(64, np.int8)
-    count = retrograde.predecessors(mover, opponent, seeds, 0, 0, nothing, nothing.view(np.uint8), True, True, found,
-                                    0, movers, opponents)
+    count = layer_state.predecessors(mover, opponent, seeds, 0, 0, nothing, nothing.view(np.uint8), True, True, found,
+                                     0, movers, opponents)
     words = [[int(x) for x in index.unpack(m, o)] for m, o in zip(movers[:count], opponents[:count])]
     return [int(r) for r in found[:count]], words
 
@@ -201,9 +201,9 @@ def test_the_stage_kernels_count_no_array_references_in_their_loops():
     In a process with numba's cache empty, so that the kernels are compiled
     through their dispatchers (loaded from the cache, they have no signature)."""
     check = (
-        "from solver import retrograde\n"
+        "from solver import exits, retrograde, stages\n"
         "retrograde.solve_up_to(6)\n"
-        "for kernel in (retrograde._stage_block, retrograde._exit_block):\n"
+        "for kernel in (stages._stage_block, exits._exit_block):\n"
         "    assert kernel.signatures, kernel\n"
         "    for signature in kernel.signatures:\n"
         "        code = kernel.inspect_asm(signature)\n"
@@ -228,17 +228,17 @@ def test_the_lined_layout_gives_each_rank_its_own_bytes_in_one_line():
     count byte (the even one in the low nibble), both in the rank's 64-byte
     line, the line's count bytes after its value bytes, and no byte shared
     between a value and a count."""
-    size = 5 * retrograde.LINE_RANKS + 7
-    values = [retrograde.value_at(True, r) for r in range(size)]
-    counts = [retrograde.count_at(True, r) for r in range(size)]
+    size = 5 * layer_state.LINE_RANKS + 7
+    values = [layer_state.value_at(True, r) for r in range(size)]
+    counts = [layer_state.count_at(True, r) for r in range(size)]
     assert len(set(values)) == size and not set(values) & set(counts)
     for rank in range(size):
-        line = rank // retrograde.LINE_RANKS
-        assert values[rank] // retrograde.LINE == counts[rank] // retrograde.LINE == line
-        assert values[rank] % retrograde.LINE < retrograde.LINE_RANKS <= counts[rank] % retrograde.LINE
+        line = rank // layer_state.LINE_RANKS
+        assert values[rank] // layer_state.LINE == counts[rank] // layer_state.LINE == line
+        assert values[rank] % layer_state.LINE < layer_state.LINE_RANKS <= counts[rank] % layer_state.LINE
         assert rank ^ 1 >= size or counts[rank] == counts[rank ^ 1]
-    assert max(values + counts) < retrograde.working_bytes(size)
-    assert retrograde.value_at(False, 77) == 77 and retrograde.count_at(False, 77) == 38
+    assert max(values + counts) < layer_state.working_bytes(size)
+    assert layer_state.value_at(False, 77) == 77 and layer_state.count_at(False, 77) == 38
 
 
 @pytest.mark.parametrize("seeds", range(13))
@@ -384,7 +384,7 @@ def test_a_working_area_is_released_even_while_a_cycle_still_holds_a_view():
     # close() raise BufferError and failed a build that had finished its layer.
     import gc
 
-    area, values = retrograde.reserve(1 << 16)
+    area, values = layers.reserve(1 << 16)
     values[:] = 7
 
     class Holder:
@@ -395,11 +395,11 @@ def test_a_working_area_is_released_even_while_a_cycle_still_holds_a_view():
     del holder, values
     gc.disable()
     try:
-        retrograde.release(area)
+        layers.release(area)
     finally:
         gc.enable()
     assert area.closed
     # A view nobody drops leaves the mapping to its end, and no error.
-    area, values = retrograde.reserve(1 << 16)
-    retrograde.release(area)
+    area, values = layers.reserve(1 << 16)
+    layers.release(area)
     assert not area.closed and int(values.sum()) == 0
