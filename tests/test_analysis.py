@@ -451,6 +451,45 @@ def test_cli_searches_above_the_tables_and_marks_estimates(table_dir):
     assert "search" in result.output and "~" in result.output and "the game goes on" in result.output
 
 
+def test_the_cli_prints_each_row_as_its_ply_is_done(table_dir, monkeypatch):
+    """The rows come out one by one, from analyse's progress callback: when the
+    third ply fails, the first two are already printed (before: nothing until
+    the whole game was analysed)."""
+    from solver import analysis
+    from solver.errors import SearchError
+
+    judged = []
+    scores = analysis._Judge.scores
+
+    def failing_third(judge, game):
+        judged.append(len(game.moves))
+        if len(judged) == 3:
+            raise SearchError("stopped at the third ply")
+        return scores(judge, game)
+
+    monkeypatch.setattr(analysis._Judge, "scores", failing_third)
+    result = CliRunner().invoke(cli, ["analyse", "1. C d 2. D e", "--start", MARKED, "--dir", table_dir,
+                                      "--max-tables", "8"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("start: " + MARKED) and lines[1].split()[:2] == ["ply", "move"]
+    assert [line.split()[:2] for line in lines[2:4]] == [["1", "1."], ["2", "1..."]]
+    assert "stopped at the third ply" in lines[-1] and len(lines) == 5
+
+
+def test_progress_gets_each_ply_before_the_next_is_judged(table_dir, monkeypatch):
+    from solver import analysis
+
+    events = []
+    scores = analysis._Judge.scores
+    monkeypatch.setattr(analysis._Judge, "scores", lambda judge, game: events.append("judge") or scores(judge, game))
+    with Tablebase(table_dir) as tables:
+        report = analyse("1. C d 2. D e", tables, start=MARKED, time_per_ply=None,
+                         progress=lambda ply: events.append(ply.notation))
+    assert events == ["judge", "1. C?!", "judge", "1... d", "judge", "2. D??", "judge", "2... e??"]
+    assert [ply.notation for ply in report.plies] == events[1::2]
+
+
 @pytest.mark.parametrize(
     "args",
     [
