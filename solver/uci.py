@@ -796,7 +796,8 @@ class UciEngine:
         tablebase = self._tablebase  # made first by the preparing thread, before its look-ups load
         in_tables = options["usetables"] and (max_table_seeds < 0 or position.seeds <= max_table_seeds) and \
             tablebase is not None and tablebase.has_layer(position.seeds)
-        if in_tables and self._tables_ready.wait(max(0.0, answer_deadline(started, end) - _time.perf_counter())) \
+        if in_tables and tablebase is not None and \
+                self._tables_ready.wait(max(0.0, answer_deadline(started, end) - _time.perf_counter())) \
                 and tablebase is self._tablebase:
             try:
                 answer = table_answer(tablebase, game, answer_deadline(started, end))
@@ -853,7 +854,7 @@ def _capturing_move(game: Game) -> str:
     largest (a move that ends the game: what the end gives it); the first of equals."""
     from .report import ended_value
 
-    scored = []
+    scored: list[tuple[int, int, str]] = []
     for move in game.legal_moves():
         captured = game.play(move)
         try:
