@@ -18,7 +18,11 @@ Aalina made for Oware (docs/UCI.md describes the dialect as implemented):
 - ``bestmove 0000`` answers ``go`` in a finished game.
 
 The search runs in a thread, so ``isready`` and ``stop`` are read and
-answered while it runs. A position whose layer is in the tables is answered
+answered while it runs. The searcher (kernels, tables) is made in the
+background once ``uciok`` is said; a ``go`` with no ``isready`` before it
+waits for it only as long as its time allows, then answers from the tables
+or a two-ply choice by captures, on time (a go's time runs from when its
+line came). A position whose layer is in the tables is answered
 from them (every move's table value, a move that ends the game, by a
 repetition of the game's history included, scored by the true rule). Lines
 that are not understood, and positions with an illegal move, are ignored and
@@ -301,8 +305,8 @@ class UciEngine:
         self.debug = False
         self._received = 0.0  # when the line being followed came (time.perf_counter())
         self._damage_named: set[str] = set()  # table errors already logged
-        # The searcher is made (kernels loaded, tables read) in the background from the
-        # first command after `uci` on, so that a first go need not wait for it all.
+        # The searcher is made (kernels loaded, tables read) in the background once uciok
+        # is said, so that a first go need not wait for it all.
         self._searcher_lock = threading.Lock()  # held while the searcher or its tables are made
         self._preparing: threading.Thread | None = None
         self._unprepared_key: tuple | None = None  # options the searcher could not be made for
