@@ -4,8 +4,9 @@ Ctrl-C, and the Python API on the same damaged files.
 
     python scripts/hostile.py [--source databases] [--flips 8] [--only NAME]
 
-(`--only "engine inputs"` needs no tables: it builds layers 0..10 itself; CI
-runs it from tests/test_hostile.py.)
+(`--only "engine inputs"` needs no tables: it builds layers 0..10 itself;
+`--only "read side"` neither: it builds 0..16; CI runs both from
+tests/test_hostile.py.)
 
 Layers 0..14 are copied from --source into a temporary folder (the source is
 only read). Every case must end in the right answer, or in one line on
@@ -896,6 +897,161 @@ def engine_inputs(cases, work):
         cases.record(f"match: {label}", ok, lines[-1] if lines else f"status {status}")
 
 
+# The read side (issue 54): forced cycles under the game's rule, a first UCI go without
+# isready, the API's documentation page offline, the analysis' rows as they come --------
+
+FORCED_CYCLE = ("1. F a 2. A b 3. B c 4. C d 5. D e 6. E f", "1-0-0-0-0-1/0-0-0-0-0-0 S 23:23")
+FORCED_CYCLE_NORTH = ("1... f 2. A a 3. B b 4. C c 5. D d 6. E e 7. F", "0-0-0-0-0-0/1-0-0-0-0-1 N 23:23")
+UCI_IN_TABLES = "0-1-2-0-3-1-2-0-1-3-2-1-20-12-S"  # 16 seeds: C and F +2 by the tables, B -1, E -2
+
+DOCS_CHECK = """
+import json, re, sys
+from fastapi.testclient import TestClient
+from solver.web import create_app
+with TestClient(create_app(sys.argv[1], start_worker=False)) as client:
+    page = client.get("/docs")
+    problems = []
+    if page.status_code != 200 or "/docs.js" not in page.text:
+        problems.append(f"/docs: {page.status_code}, not the package's page")
+    for path in ("/docs", "/docs.js", "/docs.css"):
+        answer = client.get(path)
+        if answer.status_code != 200:
+            problems.append(f"{path}: {answer.status_code}")
+        elif re.search(r"https?://", answer.text):
+            problems.append(f"{path} names a URL elsewhere")
+    if client.get("/redoc").status_code != 404:
+        problems.append("/redoc (a CDN's script) is served")
+    if "paths" not in client.get("/openapi.json").json():
+        problems.append("/openapi.json has no paths")
+print(json.dumps(problems))
+"""
+
+
+def first_uci_go(directory, position, go, timeout=120):
+    """A fresh `awele uci` sent uci, then at once `position` and `go` with no
+    isready, as a GUI may: (lines up to bestmove, seconds from the go to its bestmove)."""
+    process = subprocess.Popen([sys.executable, "-m", "solver", "uci", "--dir", directory], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+                               env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        process.stdin.write("uci\n")
+        process.stdin.flush()
+        deadline = time.perf_counter() + timeout
+        while process.stdout.readline().strip() != "uciok":
+            if time.perf_counter() > deadline or process.poll() is not None:
+                return ["no uciok"], None
+        process.stdin.write(f"{position}\n")
+        sent = time.perf_counter()
+        process.stdin.write(f"{go}\n")
+        process.stdin.flush()
+        lines = []
+        while not (lines and lines[-1].startswith("bestmove")):
+            line = process.stdout.readline()
+            if not line or time.perf_counter() > deadline:
+                return lines + ["no bestmove"], None
+            lines.append(line.strip())
+        seconds = time.perf_counter() - sent
+        process.stdin.write("quit\n")
+        process.stdin.flush()
+        process.wait(30)
+        return lines, seconds
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def read_side(cases, work):
+    """What the fourth hostile pass found on the read side: a forced cycle
+    shown +0 and exact where the game's repetition rule gives +2, a first go
+    with no isready that answered the first legal move from nothing (or late),
+    /docs blank without a network, analyse silent until the end."""
+    folder = os.path.join(work, "read-side-tables")
+    status, _, err = module_awele("build", "--max-seeds", 16, "--dir", folder, "--quiet", timeout=900)
+    if status != 0:
+        cases.record("read side: tables to 16", False, err.strip()[-300:])
+        return
+
+    # The analysis of a forced cycle, searched (--max-tables 0) and from the tables: +2 for
+    # South at each of its plies (the repetition gives South both seeds), -2 for North.
+    for (record, start), expected in ((FORCED_CYCLE, [2, -2] * 6), (FORCED_CYCLE_NORTH, [2, -2] * 6)):
+        for limit in (["--max-tables", 0], []):
+            label = f"analyse: the forced cycle from {start}{' searched' if limit else ' in the tables'}"
+            status, out, err = module_awele("analyse", record, "--start", start, "--dir", folder, *limit, "--json")
+            try:
+                plies = json.loads(out)["plies"]
+                values = [ply["value_before"] for ply in plies]
+                ok = status == 0 and values == expected and all(p["exact"] and p["cycles"] == "own" for p in plies)
+                cases.record(label, ok, "" if ok else f"values {values}, exact/cycles "
+                             f"{[(p['exact'], p['cycles']) for p in plies]}")
+            except (ValueError, KeyError):
+                cases.record(label, False, f"status {status}, {err.strip()[-300:]!r}")
+    status, out, err = module_awele("analyse", FORCED_CYCLE[0], "--start", FORCED_CYCLE[1], "--dir", folder,
+                                    "--max-tables", 0)
+    rows = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
+    ok = status == 0 and len(rows) == 12 and all((" +2 " in row or " -2 " in row) and "~" not in row for row in rows)
+    cases.record("analyse: the forced cycle's text rows, no +0", ok, "" if ok else out[-600:])
+    # Values the tables' convention gives, where the game's rule is not proven, say so.
+    status, out, err = module_awele("analyse", "1. C d 2. D e", "--start", "0-1-1-0-1-1/0-2-0-1-0-1 S 24:16",
+                                    "--dir", folder, "--json")
+    try:
+        plies = json.loads(out)["plies"]
+        ok = status == 0 and all(
+            (p["cycles"] == "own") == all(m["rule"] == "true" for m in p["moves"]) for p in plies)
+        cases.record("analyse: a ply says 'split' when a value follows the tables' convention", ok,
+                     "" if ok else str([(p["cycles"], [m["rule"] for m in p["moves"]]) for p in plies]))
+    except (ValueError, KeyError):
+        cases.record("analyse: a ply says 'split' when a value follows the tables' convention", False,
+                     f"status {status}, {err.strip()[-300:]!r}")
+    status, out, err = module_awele("best", FORCED_CYCLE[1], "--dir", folder)
+    ok = status == 0 and "tables' convention" in out
+    cases.record("best: +0 from the tables says it is the tables' convention", ok, "" if ok else out[-300:])
+    status, out, err = module_awele("search", FORCED_CYCLE[1], "--dir", folder)
+    ok = status == 0 and "+2 (exact" in out
+    cases.record("search: the forced cycle is +2, exact, under the game's rule", ok, "" if ok else out[-300:])
+
+    # analyse prints each row as its ply is done: the first row comes well before the end.
+    process = subprocess.Popen([sys.executable, "-m", "solver", "analyse", "1. F b 2. D a", "--dir", folder,
+                                "--time-per-ply", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    first_row = None
+    for line in process.stdout:
+        if first_row is None and line.strip()[:1].isdigit():
+            first_row = time.perf_counter()
+    process.wait(120)
+    ended = time.perf_counter()
+    ok = process.returncode == 0 and first_row is not None and ended - first_row > 2
+    cases.record("analyse: rows as they come (4 plies of 1 s)", ok,
+                 f"first row {ended - first_row:.1f} s before the end" if first_row else "no row")
+
+    # UCI: a first go with no isready, in the tables and above them, answered (and timed).
+    lines, seconds = first_uci_go(folder, f"position fen {UCI_IN_TABLES}", "go movetime 500")
+    move = lines[-1].split()[1] if lines and lines[-1].startswith("bestmove") else None
+    cases.record("uci: a first go without isready in the tables plays a best move (C or F)", move in ("C", "F"),
+                 f"{move} in {seconds:.2f} s" if seconds is not None else str(lines[-3:]))
+    for movetime in (500, 2000):
+        lines, seconds = first_uci_go(folder, "position startpos", f"go movetime {movetime}")
+        move = lines[-1].split()[1] if lines and lines[-1].startswith("bestmove") else None
+        from_nothing = any(line.startswith("info nodes 0") for line in lines) and not any(
+            "not ready yet" in line for line in lines)
+        cases.record(f"uci: a first go movetime {movetime} without isready above the tables",
+                     move in tuple("ABCDEF") and not from_nothing,
+                     f"{move} in {seconds:.2f} s (measured, not judged: kernels load slower on a loaded machine)"
+                     if seconds is not None else str(lines[-3:]))
+
+    # /docs: the package's own page, nothing from elsewhere.
+    done = subprocess.run([sys.executable, "-c", DOCS_CHECK, folder], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    if done.returncode != 0 and "No module named" in done.stderr:
+        cases.record("web: /docs works offline", True, f"skipped: {done.stderr.strip().splitlines()[-1]}")
+    else:
+        try:
+            problems = json.loads(done.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            problems = [done.stderr.strip()[-300:]]
+        cases.record("web: /docs works offline", not problems, "; ".join(problems))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -914,8 +1070,10 @@ def main():
                   "interrupts": lambda: interrupts(cases, args.source, work),
                   "second pass": lambda: second_pass(cases, args.source, work),
                   "mpi": lambda: mpi_cases(cases, work),
-                  "engine inputs": lambda: engine_inputs(cases, work)}
-        if any(args.only is None or args.only in name for name in groups if name != "engine inputs"):
+                  "engine inputs": lambda: engine_inputs(cases, work),
+                  "read side": lambda: read_side(cases, work)}
+        own_tables = ("engine inputs", "read side")  # groups that build their own
+        if any(args.only is None or args.only in name for name in groups if name not in own_tables):
             copy_small(args.source, os.path.join(work, "good"))  # engine inputs builds its own
         for name, group in groups.items():
             if args.only is None or args.only in name:

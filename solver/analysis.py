@@ -12,12 +12,17 @@ best moves and their value, and the seeds the move gave away,
 ``best_value - value_after`` (never negative). A value is the seeds the mover
 captures from there on minus the seeds the opponent captures (RULES.md).
 
-Where the position's layer is in the tables, every value is exact and
-follows the tables' convention (endless play is an even split). Above the
-tables one search of ``time_per_ply`` seconds values every legal move
-(``Searcher.search_every_move``) with the true repetition rule over the game
-played so far, and the position's value is its best move's; a ply is exact
-only when the search proved every move's value.
+Every value is meant under the game's rules, the true repetition rule with
+the game played so far included: a position met again ends the game, each
+side taking the seeds on its own side. Where the position's layer is in the
+tables, the moves are valued from them (exact, but under the tables'
+convention: endless play is an even split); above the tables one search
+values every legal move (``Searcher.search_every_move``) under the true rule.
+Either way, the true rule's graph of the positions reachable from the ply,
+with the game's history (solver.repetition), proves what it can within
+``time_per_ply``; a value it does not settle and that rests on the tables'
+convention keeps its rule "split", and the ply's ``cycles`` says so. A ply is
+exact only when every move's value is proven under the rule it states.
 
 Marks, from the seeds given away and the predicted result (the mover's
 captures so far plus the value, against the opponent's):
@@ -35,16 +40,18 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .errors import InvalidArgumentError, InvalidRecordError, MissingTableError, SearchError
 from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, as_position, parse_record
-from .report import EndReason, MoveValue, Outcome
+from .report import EndReason, MoveValue, Outcome, Rule, ended_value, true_rule_may_change
 
 if TYPE_CHECKING:  # the table and search modules load numba kernels: imported when used
     from .probe import Tablebase
+    from .repetition import Bounds
     from .search import Searcher
 
 INACCURACY_SEEDS = 1  # giving away at least this much is an inaccuracy
@@ -52,6 +59,7 @@ MISTAKE_SEEDS = 4  # ... and at least this much a mistake
 MARK_SYMBOLS = {None: "", "inaccuracy": "?!", "mistake": "?", "blunder": "??"}
 MIN_TIME_PER_PLY = 0.01  # seconds; a ply's legal moves share it, and each needs time for one iteration
 SOURCES = ("table", "search")
+MIN_GRAPH_POSITIONS = 1000  # a true rule's graph allowed fewer positions than this is not tried
 
 
 @dataclass
@@ -71,11 +79,12 @@ class PlyAnalysis:
     best_value - value_after (>= 0; 0 when a best move was played); mark:
     None, "inaccuracy", "mistake" or "blunder" (see the module docstring).
 
-    source: "table" (every value exact, endless play scored 0 as in the
-    tables) or "search" (above the tables: the true repetition rule over the
-    game played so far); exact: every value of the ply is proven; cycles:
-    the repetition convention of the values, "split" for the tables, "own"
-    for the search; moves: every legal move's MoveValue, in sowing order.
+    source: "table" (valued from the tables) or "search" (above them);
+    cycles: "own" when every value is under the true repetition rule with
+    the game's history, "split" when some follow the tables' convention
+    (endless play scored 0; each MoveValue's rule says which); exact: every
+    value of the ply is proven under the rule it states; moves: every legal
+    move's MoveValue, in sowing order.
     """
 
     ply: int
@@ -375,6 +384,56 @@ def _replayable(game: Game | str, start: Position | str | None) -> Game:
     return Game.from_record(game, None if start is None else as_position(start))
 
 
+def _holding(position: Position, score: MoveValue) -> MoveValue:
+    """A table move's record, its rule "true" when the true rule cannot change
+    its value: the move captures (no earlier position can come back) into a
+    position whose mover takes every seed left or none (report.true_rule_may_change)."""
+    if score.rule is Rule.TRUE or not score.captured or score.value is None:
+        return score
+    if true_rule_may_change(score.captured - score.value, position.seeds - score.captured):
+        return score
+    return replace(score, rule=Rule.TRUE)
+
+
+def _refined(position: Position, score: MoveValue, bounds: Bounds | None) -> MoveValue:
+    """A move's record within the true rule's proven bounds: their value, exact,
+    where they meet; else an estimate under the true rule is kept within
+    them, and a value under the tables' convention stays what it is (exact
+    under that convention, and said to be). An exact value under the true
+    rule (a game end, a proof) stands."""
+    if bounds is None or (score.exact and score.rule is Rule.TRUE):
+        return score
+    low, high = bounds.moves[score.move]
+    if low == high:
+        value, exact = low, True
+    elif score.value is None or score.rule is Rule.SPLIT:
+        return score
+    else:
+        value, exact = min(max(score.value, low), high), False
+    ended = score.outcome if score.outcome is not None and score.outcome.reason is not None else None
+    return MoveValue.of(position, score.move, score.captured, value, exact, Rule.TRUE, score.repeats, ended)
+
+
+def _from_bounds(game: Game, bounds: Bounds) -> list[MoveValue]:
+    """Every legal move's record from exact true-rule bounds; a move that ends
+    the game (a repetition, 25 seeds) is valued by that end."""
+    position = game.position
+    scores = []
+    for move in game.legal_moves():
+        captured = game.play(move)
+        try:
+            if game.is_over():
+                totals, reason = game.result(), game.end_reason
+                assert totals is not None and reason is not None, "a game that is over has its result"
+                scores.append(MoveValue.of(position, move, captured, ended_value(totals, position), True, Rule.TRUE,
+                                           reason == EndReason.REPETITION, Outcome.ended(totals, reason)))
+            else:
+                scores.append(MoveValue.of(position, move, captured, bounds.moves[move][0], True, Rule.TRUE))
+        finally:
+            game.undo()
+    return scores
+
+
 class _Judge:
     """Every legal move's value at a ply: from the tables where they reach,
     else by search (made on first need)."""
@@ -388,14 +447,39 @@ class _Judge:
         self._warmed = False
 
     def scores(self, game: Game) -> tuple[str, str, int, list[MoveValue]]:
-        """(source, cycles, value, [MoveValue]) for the position `game` is in."""
+        """(source, cycles, value, [MoveValue]) for the position `game` is in.
+
+        Every value is then under the true rule with the game's history
+        (rule "true") where that is known: a table value that the rule
+        cannot change, a search's, or the true rule's graph (_true_bounds).
+        The others keep the tables' convention (rule "split"), and the ply's
+        `cycles` says so: "own" only when every move's value is under the true rule."""
         position = game.position
+        started = time.perf_counter()
         found = self._from_tables(position)
         if found is not None:
-            value, scores = found
-            return "table", "split", value, scores
-        if self.time_per_ply is None:
+            source = "table"
+            scores = [_holding(position, score) for score in found[1]]
+            if self.time_per_ply is not None and not all(score.rule is Rule.TRUE for score in scores):
+                bounds = self._true_bounds(game, started + self.time_per_ply)
+                scores = [_refined(position, score, bounds) for score in scores]
+        elif self.time_per_ply is None:
             raise MissingTableError(self._why_no_table(position))
+        else:
+            source = "search"
+            # The true rule's graph first (half the time at most): for the small
+            # positions whose values rest on cycles it proves what a search cannot.
+            bounds = self._true_bounds(game, started + self.time_per_ply / 2)
+            if bounds is not None and all(low == high for low, high in bounds.moves.values()):
+                scores = _from_bounds(game, bounds)
+            else:
+                left = max(MIN_TIME_PER_PLY, started + self.time_per_ply - time.perf_counter())
+                scores = [_refined(position, score, bounds) for score in self._searched(game, left)]
+        cycles = "own" if all(score.rule is Rule.TRUE for score in scores) else "split"
+        return source, cycles, max(_known(s) for s in scores), scores
+
+    def _searched(self, game: Game, seconds: float) -> list[MoveValue]:
+        """Every legal move valued by one search of `seconds` (true rule, the game's history)."""
         searcher = self._searcher()
         if not self._warmed:
             # A Searcher clears its transposition table the first time it is
@@ -403,9 +487,28 @@ class _Judge:
             # that here so each move gets its whole share of the time.
             searcher.search(game, depth=1, cycles="own")
             self._warmed = True
-        searched = searcher.search_every_move(game, time=self.time_per_ply, cycles="own")
+        searched = searcher.search_every_move(game, time=seconds, cycles="own")
         assert searched.moves is not None, "search_every_move values every move"
-        return "search", "own", max(_known(s) for s in searched.moves), searched.moves
+        return searched.moves
+
+    def _true_bounds(self, game: Game, deadline: float) -> Bounds | None:
+        """Every legal move's proven bounds under the true rule with the game's
+        history (solver.repetition), or None when its graph is too large for
+        the time left before `deadline` (time.perf_counter()) or not solved by then.
+        The limit on positions is the search's (REPETITION_RATE a second, a
+        share of that when the root's layer alone is larger)."""
+        from . import index
+        from .repetition import true_rule_bounds
+        from .search import DEFAULT_COMPONENT_LIMIT, REPETITION_RATE, REPETITION_SMALL_SHARE
+
+        position = game.position
+        limit = min(DEFAULT_COMPONENT_LIMIT, int((deadline - time.perf_counter()) * REPETITION_RATE))
+        if limit < 2 * index.layer_size(position.seeds):
+            limit //= REPETITION_SMALL_SHARE  # the whole graph will not fit: look for a small one only
+        if limit < MIN_GRAPH_POSITIONS:
+            return None
+        bounds = true_rule_bounds(position, game.positions[:-1], self.tablebase.store.arrays(), limit, deadline)
+        return bounds if bounds.status == "solved" else None
 
     def _from_tables(self, position: Position) -> tuple[int, list[MoveValue]] | None:
         """(value, [MoveValue]) from the tables, or None when they do not reach."""

@@ -22,7 +22,7 @@ import click
 from . import __version__
 from .errors import AweleError
 from .limits import MAX_PERFT_DEPTH, MAX_PLY
-from .report import EndReason, Outcome, Rule, move_rows
+from .report import EndReason, Outcome, Rule, move_rows, true_rule_may_change
 
 if TYPE_CHECKING:
     from .position import Position
@@ -1019,7 +1019,12 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
     click.echo(pos.diagram())
     click.echo(f"position: {pos}")
     click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board")
-    click.echo(f"perfect play ends: {predicted.text()}")
+    if true_rule_may_change(value, pos.seeds):
+        # The value may rest on endless play, which the tables split evenly and the game does not.
+        click.echo(f"perfect play ends: {predicted.text()} by the tables' convention (endless play split evenly; "
+                   "`awele search` applies the game's repetition rule)")
+    else:
+        click.echo(f"perfect play ends: {predicted.text()}")
     _echo_moves(moves_list, show_exact=False)
     if chosen.repeats:
         click.echo(f"perfect play here: {chosen.move}, which repeats a position of the game: "
@@ -1102,35 +1107,59 @@ def analyse_command(record: str, start: str | None, directory: str | None, time_
 
     if not math.isfinite(time_per_ply) or time_per_ply < MIN_TIME_PER_PLY:
         raise UserError(f"--time-per-ply must be a finite number of seconds >= {MIN_TIME_PER_PLY}, got {time_per_ply}")
+    from .position import parse_record
+
     first = parse_position(start)
+    plies = len(parse_record(record))
     show_bar = not as_json and sys.stderr.isatty()
     with _open_tablebase(directory, first, quiet=as_json) as tablebase:
         from tqdm import tqdm
 
-        with tqdm(desc="analysing", unit="ply", disable=not show_bar, file=sys.stderr, leave=False) as bar:
-            report = analyse(record, tablebase, time_per_ply=time_per_ply, max_tables=max_tables, start=first,
-                             progress=lambda ply: bar.update(1))
         layers = [n for n in tablebase.layers() if max_tables is None or n <= max_tables]
+        reach = f"tables to {max(layers)} seeds" if layers else "no tables"
+        how = f"{reach}; above them {time_per_ply:g} s of search a ply; true repetition rule, the game's history"
+
+        with tqdm(desc="analysing", unit="ply", total=plies or None, disable=not show_bar,
+                  file=sys.stderr, leave=False) as bar:
+
+            def shown(ply):
+                # Each row as soon as its ply is done (the bar, on stderr, cleared around it).
+                bar.update(1)
+                if as_json:
+                    return
+                with tqdm.external_write_mode(file=sys.stderr):
+                    if ply.ply == 1:
+                        _echo_analysis_header(ply.position, how)
+                    _echo_analysis_row(ply)
+
+            report = analyse(record, tablebase, time_per_ply=time_per_ply, max_tables=max_tables, start=first,
+                             progress=shown)
     if as_json:
         emit_json(report.as_dict())
         return
-    reach = f"tables to {max(layers)} seeds" if layers else "no tables"
-    _echo_analysis(report, f"{reach}; above them {time_per_ply:g} s of search a ply, true repetition rule")
+    _echo_analysis_end(report)
 
 
-def _echo_analysis(report, how):
+def _echo_analysis_header(start, how):
+    click.echo(f"start: {start}   ({how})")
+    click.echo(f"{'ply':>4}  {'move':<10} {'seeds':>5} {'before':>6} {'played':>6} {'given':>5}  {'best':<12} source")
+
+
+def _echo_analysis_row(ply):
     def value(number, exact):
         return f"{number:+d}{'' if exact else '~'}"
 
-    click.echo(f"start: {report.start}   ({how})")
-    click.echo(f"{'ply':>4}  {'move':<10} {'seeds':>5} {'before':>6} {'played':>6} {'given':>5}  {'best':<12} source")
-    for ply in report.plies:
-        played_exact = next(m.exact for m in ply.moves if m.move == ply.move)
-        given = f"{ply.given_away}{'' if ply.exact else '~'}"
-        click.echo(
-            f"{ply.ply:>4}  {ply.notation:<10} {ply.seeds:>5} {value(ply.value_before, ply.exact):>6} "
-            f"{value(ply.value_after, played_exact):>6} {given:>5}  {' '.join(ply.best_moves):<12} {ply.source}"
-        )
+    played_exact = next(m.exact for m in ply.moves if m.move == ply.move)
+    given = f"{ply.given_away}{'' if ply.exact else '~'}"
+    source = ply.source if ply.cycles == "own" else f"{ply.source}, split"
+    click.echo(
+        f"{ply.ply:>4}  {ply.notation:<10} {ply.seeds:>5} {value(ply.value_before, ply.exact):>6} "
+        f"{value(ply.value_after, played_exact):>6} {given:>5}  {' '.join(ply.best_moves):<12} {source}"
+    )
+
+
+def _echo_analysis_end(report):
+    """The summary under the rows: each side's account, the end of the game, the legend."""
     for summary in (report.south, report.north):
         marks = f"{summary.inaccuracies} ?!, {summary.mistakes} ?, {summary.blunders} ??"
         moves = f"{summary.moves} move{'' if summary.moves == 1 else 's'}"
@@ -1143,6 +1172,9 @@ def _echo_analysis(report, how):
     click.echo("before, played: values for the mover (his captures from there on minus the opponent's, under "
                "perfect play); given: best - played")
     click.echo("~ an estimate (searched, not proven); ?! gives away 1-3, ? 4 or more, ?? changes win/draw/loss")
+    if any(ply.cycles == "split" for ply in report.plies):
+        click.echo("split: some of the ply's values follow the tables' convention (endless play splits the seeds "
+                   "left evenly), not the game's repetition rule")
 
 
 AweleGroup.aliases["analyze"] = "analyse"

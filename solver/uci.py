@@ -18,7 +18,11 @@ Aalina made for Oware (docs/UCI.md describes the dialect as implemented):
 - ``bestmove 0000`` answers ``go`` in a finished game.
 
 The search runs in a thread, so ``isready`` and ``stop`` are read and
-answered while it runs. A position whose layer is in the tables is answered
+answered while it runs. The searcher (kernels, tables) is made in the
+background once ``uciok`` is said; a ``go`` with no ``isready`` before it
+waits for it only as long as its time allows, then answers from the tables
+or a two-ply choice by captures, on time (a go's time runs from when its
+line came). A position whose layer is in the tables is answered
 from them (every move's table value, a move that ends the game, by a
 repetition of the game's history included, scored by the true rule). Lines
 that are not understood, and positions with an illegal move, are ignored and
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import re
 import sys
 import threading
@@ -69,6 +74,12 @@ RESPONSE_MARGIN = 0.02  # seconds kept back from a move time for reading and ans
 # its time to the margins (0.1 s: 20 ms here, 4 ms more for the search to stop).
 # A GUI allows 5% + 20 ms past a move time; the answer comes well before it.
 RESPONSE_SHARE = 0.03
+# A go that finds the engine still loading its kernels and tables (no isready before it)
+# waits for the searcher up to this share of its move time, or to SEARCH_AT_LEAST seconds
+# before its end if that is later (a search of 0.25 s reaches 10-12 plies in the opening),
+# then answers from what is loaded.
+PREPARE_SHARE = 0.6
+SEARCH_AT_LEAST = 0.25
 
 
 def response_margin(seconds: float) -> float:
@@ -82,6 +93,7 @@ _LETTERS = set("ABCDEFabcdef")  # position.HOUSE_LETTERS, without importing the 
 MAX_LINE_BYTES = 1 << 20  # a longer command line is skipped whole (a game's moves take a few hundred bytes)
 SHIPPED_WEIGHTS = "<shipped>"  # the EvaluationFile option's value for the weights shipped with awele
 MAX_COUNT_DIGITS = 3  # a house or a store holds at most 48 seeds
+PATIENCE_SECONDS = 10.0  # the most the end of a session waits for a search or the preparation to end
 
 
 class UciError(ValueError):
@@ -291,7 +303,14 @@ class UciEngine:
         self._busy = threading.Event()  # set from go until its bestmove is said
         self._stop = threading.Event()  # stop (or ponderhit) asked for the search in progress
         self.debug = False
+        self._received = 0.0  # when the line being followed came (time.perf_counter())
         self._damage_named: set[str] = set()  # table errors already logged
+        # The searcher is made (kernels loaded, tables read) in the background once uciok
+        # is said, so that a first go need not wait for it all.
+        self._searcher_lock = threading.Lock()  # held while the searcher or its tables are made
+        self._preparing: threading.Thread | None = None
+        self._unprepared_key: tuple | None = None  # options the searcher could not be made for
+        self._tables_ready = threading.Event()  # the tables folder opened and its look-ups loaded
 
     # Output ----------------------------------------------------------------------
 
@@ -334,18 +353,40 @@ class UciEngine:
     # The loop --------------------------------------------------------------------
 
     def run(self) -> int:
-        """Read and follow commands until ``quit`` or the end of input."""
+        """Read and follow commands until ``quit`` or the end of input.
+
+        A thread reads the lines as they come and notes when each came: a go's
+        time runs from then, as the GUI's clock does, even when the engine
+        was still busy with the command before (loading its kernels)."""
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read_lines, args=(lines,), daemon=True).start()
         try:
             while True:
-                line = self._read_line()
+                line, received = lines.get()
                 if line is None:
                     break
-                if not self.handle(line):
+                if not self.handle(line, received):
                     break
         except KeyboardInterrupt:
             pass
         self._stop_search(wait=True)
+        preparing = self._preparing
+        if preparing is not None:
+            preparing.join(PATIENCE_SECONDS)  # its reads end before the caller closes anything
         return 0
+
+    def _read_lines(self, lines: queue.Queue) -> None:
+        """The reading thread: each line with the time it came (time.perf_counter()),
+        then (None, time) at the end of input or when the input cannot be read."""
+        try:
+            while True:
+                line = self._read_line()
+                lines.put((line, _time.perf_counter()))
+                if line is None:
+                    return
+        except Exception as error:  # a closed or failing input is the end of input
+            self.log(f"cannot read the input: {type(error).__name__}: {error}")
+            lines.put((None, _time.perf_counter()))
 
     def _read_line(self) -> str | None:
         """The next command line, decoded; None at the end of input. A line
@@ -366,10 +407,12 @@ class UciEngine:
             return line.decode("utf-8", "replace")
         return line
 
-    def handle(self, line: str) -> bool:
+    def handle(self, line: str, received: float | None = None) -> bool:
         """Follow one command line; False after ``quit``. A line that cannot be
         followed is logged and ignored, whatever went wrong: only ``quit`` (and
-        the end of input) ends the engine."""
+        the end of input) ends the engine. `received`: when the line came
+        (time.perf_counter(); None: now), from which a go's time runs."""
+        self._received = _time.perf_counter() if received is None else received
         words = line.split()
         if not words:
             return True
@@ -379,7 +422,10 @@ class UciEngine:
             self.log(f"ignored {line.strip()[:200]!r}: unknown command")
             return True
         try:
-            return handler(self, arguments) is not False
+            going_on = handler(self, arguments) is not False
+            if command in self._PREPARING_COMMANDS:
+                self._prepare_in_background()
+            return going_on
         except (UciError, AweleError) as error:
             self.log(f"ignored {line.strip()[:200]!r}: {error}")
         except Exception as error:  # a defect, but never the end of the engine
@@ -403,7 +449,7 @@ class UciEngine:
     def _isready(self, arguments):
         if not self.searching():
             try:
-                self._ensure_searcher()  # tables read and kernels loaded before the clock runs
+                self._searcher_by(None)  # tables read and kernels loaded before the clock runs
             except AweleError as error:
                 self.log(f"not ready to search: {error}")
             except Exception as error:  # the GUI still gets its readyok
@@ -446,7 +492,7 @@ class UciEngine:
         for move in self.game.moves:
             game.play(move)
         self._busy.set()
-        self._thinking = threading.Thread(target=self._think, args=(game, limits), daemon=True)
+        self._thinking = threading.Thread(target=self._think, args=(game, limits, self._received), daemon=True)
         self._thinking.start()
 
     def _stop_command(self, arguments):
@@ -458,6 +504,10 @@ class UciEngine:
 
     def _quit(self, arguments):
         return False
+
+    # Commands after which the searcher for the options is made in the background (after
+    # uciok is said: a GUI waits for it a short time); isready and go wait for it.
+    _PREPARING_COMMANDS: ClassVar[frozenset] = frozenset(("uci", "ucinewgame", "setoption", "position"))
 
     _COMMANDS: ClassVar[dict] = {
         "uci": _uci,
@@ -533,17 +583,11 @@ class UciEngine:
     def _ensure_searcher(self):
         """The Searcher for the current options, made anew when they changed. The
         tables already read are kept while the tables options stay."""
-        from .probe import Tablebase
         from .search import Searcher
 
         options = self.options
-        # MaxTableSeeds -1: as many layers as the Searcher holds by default (None);
-        # UseTables false: none at all (-1).
-        max_table_seeds = (None if options["maxtableseeds"] < 0 else options["maxtableseeds"]) \
-            if options["usetables"] else -1
-        tables_key = (options["tables"], max_table_seeds)
-        evaluation = (options["evaluation"], options["evaluationfile"])
-        key = (tables_key, options["hash"], options["threads"], evaluation, options["quiescence"])
+        key = self._options_key()
+        tables_key, evaluation, max_table_seeds = key[0], key[3], key[0][1]
         if self.searcher is not None and key == self._searcher_key:
             return self.searcher
         if self.searcher is not None and self._searcher_key is not None and \
@@ -565,10 +609,7 @@ class UciEngine:
             # The tables it reads in the background: let that end before another
             # Searcher reads into the same Tablebase, or before it is closed.
             self.searcher.wait_for_tables()
-        if self._tablebase is None or self._tablebase_key != tables_key:
-            if self._tablebase is not None:
-                self._tablebase.close()
-            self._tablebase, self._tablebase_key = Tablebase(options["tables"]), tables_key
+        self._ensure_tables()
         arguments = {"hash_mb": options["hash"], "max_table_seeds": max_table_seeds, "threads": options["threads"],
                      "evaluation": options["evaluation"], "weights_file": options["evaluationfile"],
                      "quiescence": options["quiescence"], "log": self.log}
@@ -582,6 +623,78 @@ class UciEngine:
         self.searcher, self._searcher_key = searcher, key
         return searcher
 
+    def _options_key(self):
+        """What the searcher depends on: ((tables folder, max table seeds), hash,
+        threads, (evaluation, its file), quiescence). MaxTableSeeds -1: as many
+        layers as the Searcher holds by default (None); UseTables false: none (-1)."""
+        options = self.options
+        max_table_seeds = (None if options["maxtableseeds"] < 0 else options["maxtableseeds"]) \
+            if options["usetables"] else -1
+        evaluation = (options["evaluation"], options["evaluationfile"])
+        return ((options["tables"], max_table_seeds), options["hash"], options["threads"], evaluation,
+                options["quiescence"])
+
+    def _ensure_tables(self):
+        """The Tablebase for the tables options, its look-up kernels loaded (a
+        first go may answer from it before the searcher is made)."""
+        from .probe import Tablebase
+
+        tables_key = self._options_key()[0]
+        if self._tablebase is None or self._tablebase_key != tables_key:
+            self._tables_ready.clear()  # (set again once the new one's look-ups are loaded)
+            if self.searcher is not None:
+                # Its background reader reads into the old Tablebase: let it end first.
+                self.searcher.wait_for_tables()
+            if self._tablebase is not None:
+                self._tablebase.close()
+            self._tablebase, self._tablebase_key = Tablebase(self.options["tables"]), tables_key
+        if not self._tables_ready.is_set():
+            self._tablebase.warm_up()
+            self._tables_ready.set()
+        return self._tablebase
+
+    def _prepare_in_background(self):
+        """Make the searcher for the options in a thread, unless one is making it
+        or it is made: a go waits for it only as long as its time allows."""
+        key = self._options_key()
+        if key == self._unprepared_key or (self.searcher is not None and self._searcher_key == key):
+            return  # made, or it could not be made for these options (logged once)
+        preparing = self._preparing
+        if preparing is not None and preparing.is_alive():
+            return
+        self._preparing = threading.Thread(target=self._prepare, daemon=True)
+        self._preparing.start()
+
+    def _prepare(self):
+        """The preparing thread: the tables and their look-ups first, then the
+        searcher, made again when the options changed meanwhile."""
+        while True:
+            with self._searcher_lock:
+                key = self._options_key()
+                try:
+                    _load_rules()
+                    self._ensure_tables()
+                    self._ensure_searcher()
+                except Exception as error:  # tried again by the go or isready that needs it
+                    self.log(f"not ready to search: {type(error).__name__}: {error}")
+                    self._unprepared_key = key
+                    return
+                if self._options_key() == key:
+                    return
+
+    def _searcher_by(self, deadline):
+        """The searcher for the options, made (or its making waited for) until
+        `deadline` (time.perf_counter(); None: as long as it takes); None when
+        it is not ready by then."""
+        self._prepare_in_background()
+        timeout = -1 if deadline is None else max(0.0, deadline - _time.perf_counter())
+        if not self._searcher_lock.acquire(timeout=timeout):
+            return None
+        try:
+            return self._ensure_searcher()  # at once when the preparing thread made it for these options
+        finally:
+            self._searcher_lock.release()
+
     # Searching -------------------------------------------------------------------
 
     def _stop_search(self, wait):
@@ -593,12 +706,12 @@ class UciEngine:
         if callable(stop):
             stop()
         if wait:
-            thinking.join(10.0)
+            thinking.join(PATIENCE_SECONDS)
 
-    def _think(self, game, limits):
-        """The search thread: answer `game` within `limits`, then say bestmove (after
-        stop when the search is infinite)."""
-        started = _time.perf_counter()
+    def _think(self, game, limits, started):
+        """The search thread: answer `game` within `limits` from `started` (when the
+        go came, time.perf_counter()), then say bestmove (after stop when the
+        search is infinite)."""
         try:
             if game.is_over():
                 self.say(f"info string the game is over ({game.end_reason})")
@@ -607,8 +720,11 @@ class UciEngine:
                 answer = self._answer(game, limits, started)
         except Exception as error:  # never leave the GUI without a bestmove
             self.log(f"search failed: {type(error).__name__}: {error}")
-            moves = game.legal_moves()
-            answer = Answer(moves[0] if moves else None)
+            try:
+                answer = Answer(_capturing_move(game), source="two-ply choice")
+            except Exception:
+                moves = game.legal_moves()
+                answer = Answer(moves[0] if moves else None)
         if answer.move is not None:
             self._report(answer, started)
         if limits.infinite:
@@ -625,7 +741,10 @@ class UciEngine:
     def _answer(self, game, limits, started):
         from .clock import answer_deadline  # here: the clock imports numba, which `uci` must not wait for
 
-        searcher = self._ensure_searcher()
+        searcher = self._searcher_by(
+            None if limits.time is None else started + max(PREPARE_SHARE * limits.time, limits.time - SEARCH_AT_LEAST))
+        if searcher is None:
+            return self._unprepared_answer(game, limits, started)
         options = self.options
         position = game.position
         tablebase = searcher.tablebase
@@ -667,6 +786,35 @@ class UciEngine:
         result = searcher.search(game, time=time_left, progress=progress, **arguments)
         return self._from_result(result)
 
+    def _unprepared_answer(self, game, limits, started):
+        """The answer of a go whose time runs out before the searcher is made (a
+        first go with no isready before it): the tables' move when they hold the
+        position (their look-ups load first), else the move that captures the
+        most less what the reply can capture."""
+        from .clock import answer_deadline
+
+        end = started + limits.time
+        position = game.position
+        options = self.options
+        max_table_seeds = options["maxtableseeds"] if options["usetables"] else -1
+        tablebase = self._tablebase  # made first by the preparing thread, before its look-ups load
+        in_tables = options["usetables"] and (max_table_seeds < 0 or position.seeds <= max_table_seeds) and \
+            tablebase is not None and tablebase.has_layer(position.seeds)
+        if in_tables and tablebase is not None and \
+                self._tables_ready.wait(max(0.0, answer_deadline(started, end) - _time.perf_counter())) \
+                and tablebase is self._tablebase:
+            try:
+                answer = table_answer(tablebase, game, answer_deadline(started, end))
+            except (MissingTableError, TableError):
+                pass  # a smaller layer is missing or damaged: the two-ply choice below
+            else:
+                self.say("info string the search is not ready yet (kernels and tables loading): "
+                         "answered from the tables")
+                return answer
+        self.say("info string the search is not ready yet (kernels and tables loading): "
+                 "a two-ply choice by captures")
+        return Answer(_capturing_move(game), source="two-ply choice", seconds=_time.perf_counter() - started)
+
     @staticmethod
     def _from_result(result):
         rule = RULE_WORDS[result.rule]
@@ -690,6 +838,41 @@ class UciEngine:
             kind = "exact" if answer.exact else "estimate"
             self.say(f"info string value {answer.value:+d} for the side to move, {kind}; "
                      f"source {answer.source}; {answer.rule}")
+
+
+def _load_rules() -> None:
+    """Load the rules' kernels a first answer needs (playing, legal moves, the
+    ends of a game, captures) before the search's: a go that comes while the
+    searcher is being made waits for each kernel it needs that is not loaded."""
+    from .position import Game, Position
+
+    game = Game(Position.from_string("1-0-0-0-0-1/0-0-0-0-0-0 S 23:23"))
+    _capturing_move(game)
+    game.play(game.legal_moves()[-1])
+    game.is_over()
+    game.result()
+
+
+def _capturing_move(game: Game) -> str:
+    """The legal move whose captures less the most the reply can capture are the
+    largest (a move that ends the game: what the end gives it); the first of equals."""
+    from .report import ended_value
+
+    scored: list[tuple[int, int, str]] = []
+    for move in game.legal_moves():
+        captured = game.play(move)
+        try:
+            if game.is_over():
+                totals = game.result()
+                assert totals is not None, "a game that is over has its result"
+                score = ended_value(totals, game.positions[-2])
+            else:
+                child = game.position
+                score = captured - max((child.play_capture(reply)[1] for reply in child.legal_moves()), default=0)
+        finally:
+            game.undo()
+        scored.append((score, -len(scored), move))
+    return max(scored)[2]
 
 
 def main(directory: str | None = None) -> None:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive import naive_legal_moves, naive_play, naive_terminal_value
-from naive_search import TooLarge, naive_search_value
+from naive_search import TooLarge, naive_true_value
 from naive_solver import naive_value
 
 from solver import Game, Position
@@ -84,7 +84,13 @@ def test_table_plies_agree_with_the_tablebase(tablebase):
         for ply, before in zip(report.plies, game.positions):
             move_values = tablebase.move_values(before)
             assert ply.position == str(before) and ply.seeds == before.seeds
-            assert ply.source == "table" and ply.exact and ply.cycles == "split"
+            assert ply.source == "table" and ply.exact
+            # Without time for the true rule's graph, a value holds under it only
+            # where a capture leads to a side taking every seed left or none.
+            for score in ply.moves:
+                taking_all = abs(score.captured - score.value) == ply.seeds - score.captured
+                assert (score.rule == "true") == (score.captured > 0 and taking_all)
+            assert ply.cycles == ("own" if all(score.rule == "true" for score in ply.moves) else "split")
             assert ply.value_before == tablebase.value(before) == ply.best_value
             assert {m.move: m.value for m in ply.moves} == move_values
             assert ply.value_after == move_values[ply.move]
@@ -218,9 +224,9 @@ def test_bad_records_and_arguments_raise_named_errors(tablebase):
 
 def true_rule_move_values(game, moves=None, budget=20_000):
     """The value of each of `moves` (default: every legal move) under the true
-    repetition rule, with the game's history, from the naive reference
-    (captures land in the tables); None for a move whose reference tree
-    is larger than `budget`."""
+    repetition rule all the way down, with the game's history, from the naive
+    reference (a position reached by a capture valued the same way, with no
+    history); None for a move whose reference tree is larger than `budget`."""
     position = game.position
     history = []
     for earlier in reversed(game.positions):
@@ -228,23 +234,148 @@ def true_rule_move_values(game, moves=None, budget=20_000):
             break
         history.insert(0, tuple(int(b) for b in earlier.mover_board()))
     keys = {p.key() for p in game.positions}
+    memo = {}
     values = {}
     for move in position.legal_moves() if moves is None else moves:
         child, captured = position.play_capture(move)
         board = [int(b) for b in child.mover_board()]
         terminal = naive_terminal_value(board)
-        if terminal is not None:
-            values[move] = captured - terminal
-        elif captured:
-            values[move] = captured - naive_value(board)
-        elif child.key() in keys:  # the game ends: each side takes its own seeds
-            values[move] = -(sum(board[:6]) - sum(board[6:]))
-        else:
-            try:
-                values[move] = -naive_search_value(board, naive_value, "own", history=history, budget=budget)
-            except TooLarge:
-                values[move] = None
+        try:
+            if terminal is not None:
+                values[move] = captured - terminal
+            elif captured:
+                values[move] = captured - naive_true_value(board, budget=budget, memo=memo)
+            elif child.key() in keys:  # the game ends: each side takes its own seeds
+                values[move] = -(sum(board[:6]) - sum(board[6:]))
+            else:
+                values[move] = -naive_true_value(board, history=history, budget=budget, memo=memo)
+        except TooLarge:
+            values[move] = None
     return values
+
+
+def brute_true_values(game, budget=200_000):
+    """Every legal move's value in the position `game` is in, under the rules of
+    RULES.md with the game's history: a plain game-tree search over absolute
+    positions (the twelve houses A..F a..f and the side to move) in which a
+    position met a second time ends the game, each side taking the seeds on
+    its own side. Values in the tables' unit (the seeds the mover captures
+    from there on minus the opponent's; the 25-seed stop left out, as in the
+    tables). Independent of the package but for reading `game`. Raises
+    TooLarge past `budget` nodes."""
+    def view(houses, side):  # absolute houses <-> the mover's view (an involution)
+        return tuple(houses) if side == "S" else tuple(houses[6:]) + tuple(houses[:6])
+
+    other = {"S": "N", "N": "S"}
+    nodes = [0]
+
+    def value(houses, side, seen):
+        nodes[0] += 1
+        if nodes[0] > budget or len(seen) > 300:
+            raise TooLarge
+        board = list(view(houses, side))
+        terminal = naive_terminal_value(board)
+        if terminal is not None:
+            return terminal
+        return max(score for score in move_scores(houses, side, seen).values())
+
+    def move_scores(houses, side, seen):
+        board = list(view(houses, side))
+        scores = {}
+        for house in naive_legal_moves(board):
+            captured, child = naive_play(board, house)
+            after = (view(child, other[side]), other[side])
+            if after in seen:  # a repetition: the game ends, each side takes its own seeds
+                scores[house] = captured - (sum(child[:6]) - sum(child[6:]))
+            else:
+                scores[house] = captured - value(after[0], after[1], seen | {after})
+        return scores
+
+    position = game.position
+    seen = {(tuple(int(h) for h in p.houses), p.to_move) for p in game.positions}
+    letters = "ABCDEF" if position.to_move == "S" else "abcdef"
+    houses = tuple(int(h) for h in position.houses)
+    return {letters[house]: score for house, score in move_scores(houses, position.to_move, seen).items()}
+
+
+# Forced cycles: every ply's moves few, the game back at its start after a few plies.
+FORCED_CYCLES = [
+    ("1-0-0-0-0-1/0-0-0-0-0-0 S 23:23", "1. F a 2. A b 3. B c 4. C d 5. D e 6. E f"),
+    ("0-0-0-0-0-0/1-0-0-0-0-1 N 23:23", "1... f 2. A a 3. B b 4. C c 5. D d 6. E e 7. F"),
+    ("0-0-0-1-0-0/0-0-0-1-0-0 S", "1. D d 2. E e 3. F f 4. A a 5. B b 6. C c"),
+    ("1-0-0-0-0-0/1-0-0-0-0-0 S", "1. A a 2. B b 3. C c 4. D d 5. E e 6. F f"),
+    ("0-0-1-0-0-1/0-0-0-0-0-0 S", "1. F a 2. C b 3. D c 4. E d 5. F"),
+]
+
+
+@pytest.mark.parametrize("max_tables", [0, None])
+@pytest.mark.parametrize("start, record", FORCED_CYCLES)
+def test_forced_cycles_are_valued_by_the_game_rule(table_dir, start, record, max_tables):
+    """A small forced cycle, from the tables (max_tables None) or searched
+    (max_tables 0): every ply exact under the true rule with the game's
+    history, each move worth what a brute force of the game's rules gives."""
+    with Tablebase(table_dir) as tables:
+        report = analyse(record, tables, time_per_ply=0.5, max_tables=max_tables, start=start)
+    game = Game(Position.from_string(start))
+    for ply in report.plies:
+        reference = brute_true_values(game)
+        assert {m.move: m.value for m in ply.moves} == reference, (ply.notation, ply.position)
+        assert ply.exact and ply.cycles == "own" and all(m.rule == "true" for m in ply.moves), ply.notation
+        assert ply.value_before == max(reference.values())
+        game.play(ply.move)
+
+
+def test_the_issue_forced_cycle_is_two_for_south(table_dir):
+    """`1-0-0-0-0-1/0-0-0-0-0-0 S 23:23`: the forced cycle ends by repetition
+    with both seeds on South's side, so South's plies are +2, North's -2."""
+    start, record = FORCED_CYCLES[0]
+    result = CliRunner().invoke(cli, ["analyse", record, "--start", start, "--max-tables", "0", "--dir", table_dir,
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    plies = json.loads(result.output)["plies"]
+    assert [p["value_before"] for p in plies] == [2, -2] * 6
+    assert all(p["exact"] and p["cycles"] == "own" for p in plies)
+
+
+def test_best_says_when_its_table_value_is_the_tables_convention(table_dir):
+    """`awele best` on the forced cycle answers from the tables: +0, a draw by
+    their even split, which the game's rule makes +2; it says whose value that
+    is. A value where one side takes every seed left holds under both rules."""
+    start = FORCED_CYCLES[0][0]
+    result = CliRunner().invoke(cli, ["best", start, "--dir", table_dir])
+    assert result.exit_code == 0, result.output
+    ends = next(line for line in result.output.splitlines() if line.startswith("perfect play ends"))
+    assert "draw" in ends and "tables' convention" in ends and "awele search" in ends
+    result = CliRunner().invoke(cli, ["best", "0-3-0-0-0-2/1-1-0-1-0-1 S 18:21", "--dir", table_dir])
+    ends = next(line for line in result.output.splitlines() if line.startswith("perfect play ends"))
+    assert "convention" not in ends, ends
+
+
+def test_exact_values_under_the_true_rule_agree_with_the_brute_force(table_dir):
+    """Random small games, from the tables and searched: a move's value shown
+    exact under the true rule is the brute force's; a ply says "own" only
+    when all its values are under the true rule."""
+    rng = random.Random(7)
+    compared = 0
+    with Tablebase(table_dir) as tables:
+        for _ in range(24):
+            game = random_game(random_position(rng.choice([2, 3]), rng), rng, 10)
+            if not game.moves:
+                continue
+            report = analyse(game, tables, time_per_ply=0.2, max_tables=rng.choice([0, 1, None]))
+            replay = Game(game.start)
+            for ply in report.plies:
+                assert ply.cycles == ("own" if all(m.rule == "true" for m in ply.moves) else "split")
+                try:
+                    reference = brute_true_values(replay, budget=50_000)
+                except TooLarge:
+                    reference = None
+                for score in ply.moves:
+                    if reference is not None and score.exact and score.rule == "true":
+                        assert score.value == reference[score.move], (ply.position, score, game.record())
+                        compared += 1
+                replay.play(ply.move)
+    assert compared > 60
 
 
 def test_plies_above_the_tables_are_searched_with_the_true_rule(low_tables):
@@ -258,15 +389,15 @@ def test_plies_above_the_tables_are_searched_with_the_true_rule(low_tables):
         for ply in report.plies:
             above = replay.position.seeds > SEARCHED_ABOVE
             assert ply.source == ("search" if above else "table")
-            assert ply.cycles == ("own" if above else "split")
+            assert ply.cycles == ("own" if all(m.rule == "true" for m in ply.moves) else "split")
             assert ply.value_before == ply.best_value == max(m.value for m in ply.moves)
             assert ply.exact == all(m.exact for m in ply.moves)
             if above:
                 searched += 1
-                proven = [m.move for m in ply.moves if m.exact]
+                proven = [m.move for m in ply.moves if m.exact and m.rule == "true"]
                 reference = true_rule_move_values(replay, proven, budget=5_000)
                 for score in ply.moves:
-                    if score.exact and reference[score.move] is not None:
+                    if score.move in proven and reference[score.move] is not None:
                         assert score.value == reference[score.move], (ply.position, score, game.record())
                         compared += 1
             replay.play(ply.move)
@@ -332,6 +463,45 @@ def test_cli_searches_above_the_tables_and_marks_estimates(table_dir):
     result = CliRunner().invoke(cli, ["analyse", "1. F b", "--dir", table_dir, "--time-per-ply", "0.05"])
     assert result.exit_code == 0, result.output
     assert "search" in result.output and "~" in result.output and "the game goes on" in result.output
+
+
+def test_the_cli_prints_each_row_as_its_ply_is_done(table_dir, monkeypatch):
+    """The rows come out one by one, from analyse's progress callback: when the
+    third ply fails, the first two are already printed (before: nothing until
+    the whole game was analysed)."""
+    from solver import analysis
+    from solver.errors import SearchError
+
+    judged = []
+    scores = analysis._Judge.scores
+
+    def failing_third(judge, game):
+        judged.append(len(game.moves))
+        if len(judged) == 3:
+            raise SearchError("stopped at the third ply")
+        return scores(judge, game)
+
+    monkeypatch.setattr(analysis._Judge, "scores", failing_third)
+    result = CliRunner().invoke(cli, ["analyse", "1. C d 2. D e", "--start", MARKED, "--dir", table_dir,
+                                      "--max-tables", "8"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("start: " + MARKED) and lines[1].split()[:2] == ["ply", "move"]
+    assert [line.split()[:2] for line in lines[2:4]] == [["1", "1."], ["2", "1..."]]
+    assert "stopped at the third ply" in lines[-1] and len(lines) == 5
+
+
+def test_progress_gets_each_ply_before_the_next_is_judged(table_dir, monkeypatch):
+    from solver import analysis
+
+    events = []
+    scores = analysis._Judge.scores
+    monkeypatch.setattr(analysis._Judge, "scores", lambda judge, game: events.append("judge") or scores(judge, game))
+    with Tablebase(table_dir) as tables:
+        report = analyse("1. C d 2. D e", tables, start=MARKED, time_per_ply=None,
+                         progress=lambda ply: events.append(ply.notation))
+    assert events == ["judge", "1. C?!", "judge", "1... d", "judge", "2. D??", "judge", "2... e??"]
+    assert [ply.notation for ply in report.plies] == events[1::2]
 
 
 @pytest.mark.parametrize(

@@ -21,3 +21,20 @@ def test_the_engine_inputs_group_holds_every_case(tmp_path):
     assert done.returncode == 0, "\n".join(line for line in summary if line.startswith(("FAIL", "  FAIL"))) \
         or done.stdout[-2000:] + done.stderr[-2000:]
     assert summary[-1].endswith(" 0 failed") and int(summary[-1].split()[0]) >= 50, summary[-1]
+
+
+# The read side (issue 54) ------------------------------------------------------------------
+
+
+@pytest.mark.slow  # 40-90 s (it builds tables to 16): CI runs it on its own line (.ci/run)
+def test_the_read_side_group_holds_every_case(tmp_path):
+    """A forced cycle valued under the game's repetition rule (+2, not the
+    tables' +0 shown exact), a first UCI go without isready in and above the
+    tables, /docs with nothing from elsewhere, analyse's rows as they come."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "hostile.py"), "--only", "read side"],
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    summary = done.stdout.strip().splitlines()
+    assert done.returncode == 0, "\n".join(line for line in summary if line.startswith(("FAIL", "  FAIL"))) \
+        or done.stdout[-2000:] + done.stderr[-2000:]
+    assert summary[-1].endswith(" 0 failed") and int(summary[-1].split()[0]) >= 13, summary[-1]

@@ -3,9 +3,11 @@
 import io
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -162,7 +164,9 @@ def test_a_finished_game_answers_the_null_move(session):
 
 def test_a_position_whose_every_seed_one_side_takes_is_answered_from_the_tables(session, table_dir):
     position = Position.from_string("0-3-0-0-0-2/1-1-0-1-0-1 S 18:21")  # South takes all 9 seeds left
-    session.send(f"position fen {uci.diagram(position)}", "go movetime 1000")
+    session.send(f"position fen {uci.diagram(position)}", "isready")
+    session.until("readyok")  # the tables and the searcher ready (a first go without it: below)
+    session.send("go movetime 1000")
     lines = session.until("bestmove")
     move, _ = bestmove(lines)
     with Tablebase(table_dir) as tablebase:
@@ -191,6 +195,90 @@ def test_a_table_value_of_0_or_less_is_searched_under_the_true_rule(session, tab
     assert "source search" in said
     assert ("exact" in said and "true repetition rule" in said) or "estimate" in said, said
     assert session.finish() == 0
+
+
+# The first go, with no isready before it ------------------------------------------------
+# A GUI need not send isready: the engine loads its kernels and reads its tables in the
+# background from the first command after uci on, and a first go waits for them only as
+# long as its time allows (issue 54: a first go answered "info nodes 0" and the first legal
+# move, B, where the tables give C and F +2, and 0.4 s past its move time above the tables).
+
+ISSUE_POSITION = "0-1-2-0-3-1-2-0-1-3-2-1-20-12-S"  # 16 seeds: B -1, C and F +2, E -2 by the tables
+
+
+@pytest.fixture(scope="module")
+def tables16(table_dir, tmp_path_factory):
+    """Layers 0..16 (the test tables, and 13..16 built on them)."""
+    from solver import build
+
+    folder = tmp_path_factory.mktemp("tables16")
+    for name in os.listdir(table_dir):
+        if name.endswith(".h5"):
+            shutil.copy(os.path.join(table_dir, name), folder / name)
+    build.build(16, str(folder))
+    return str(folder)
+
+
+def first_go(directory, setup, go):
+    """A fresh engine sent uci, then `setup` and `go` at once, as a GUI may:
+    (its lines up to bestmove, seconds from sending the go to the bestmove)."""
+    running = Session(directory)
+    try:
+        running.send("uci")
+        running.until("uciok")
+        running.send(*setup)
+        sent = time.perf_counter()
+        running.send(go)
+        lines = running.until("bestmove")
+        seconds = time.perf_counter() - sent
+        running.send("quit")
+        assert running.process.wait(PATIENCE) == 0
+        return lines, seconds
+    finally:
+        if running.process.poll() is None:
+            running.process.kill()
+            running.process.wait()
+
+
+def test_a_first_go_without_isready_in_the_tables_plays_a_best_move(tables16):
+    position = uci.parse_diagram(ISSUE_POSITION)
+    lines, seconds = first_go(tables16, [f"position fen {ISSUE_POSITION}"], "go movetime 500")
+    move, _ = bestmove(lines)
+    with Tablebase(tables16) as tablebase:
+        best = tablebase.best_moves(position)
+    assert sorted(best) == ["C", "F"]
+    assert move in best, lines
+    print(f"first go movetime 500 in the tables (16 seeds), no isready: {move} in {seconds:.3f} s; said {lines}")
+
+
+@pytest.mark.parametrize("movetime", [500, 2000])
+def test_a_first_go_without_isready_above_the_tables_answers(table_dir, movetime):
+    """Timed, not asserted on time (a loaded machine loads the kernels slower):
+    the figure goes to the test's output and docs/PERFORMANCE.md."""
+    lines, seconds = first_go(table_dir, ["position startpos"], f"go movetime {movetime}")
+    move, _ = bestmove(lines)
+    assert move in Position.initial().legal_moves()
+    print(f"first go movetime {movetime} above the tables, no isready: {move} in {seconds:.3f} s; "
+          f"said {lines[-3:]}")
+
+
+def test_a_go_before_the_searcher_is_made_answers_from_the_tables_or_by_captures(table_dir, monkeypatch):
+    """A go whose time runs out before the searcher is made answers from the
+    tables when they hold the position (here C, the only move that keeps +6:
+    not B, the first legal move, which the two-ply choice by captures also
+    plays), else by that choice; never a move chosen from nothing."""
+    monkeypatch.setattr(uci.UciEngine, "_searcher_by", lambda self, deadline: None)
+    position = "0-1-1-0-0-1-0-0-1-0-1-1-10-10-S"
+    with Tablebase(table_dir) as tablebase:
+        assert tablebase.best_moves(uci.parse_diagram(position)) == ["C"]
+    said, _ = run_script([f"position fen {position}", "go movetime 3000"], table_dir)
+    assert bestmove([line for line in said if line.startswith("bestmove")])[0] == "C", said
+    assert any("answered from the tables" in line for line in said), said
+    said, _ = run_script(["setoption name UseTables value false", f"position fen {position}", "go movetime 300"],
+                         table_dir)
+    assert bestmove([line for line in said if line.startswith("bestmove")])[0] == "B", said
+    assert any("two-ply choice" in line for line in said), said
+    assert uci._capturing_move(Game(uci.parse_diagram(position))) == "B"
 
 
 # The same answers in one process, and the pieces of the dialect -------------------
@@ -367,11 +455,19 @@ def test_a_defect_in_a_command_is_logged_not_fatal(tmp_path, monkeypatch):
 
 def test_uci_answers_without_loading_the_kernels(tmp_path):
     """`uci` is answered before numba is imported: a GUI waits for uciok a
-    short time (0.2 s in issue 37), while loading the kernels takes longer."""
-    code = ("import io, sys; from solver import uci; out = io.StringIO(); "
-            "uci.UciEngine(io.BytesIO(b'uci\\n'), out, io.StringIO(), sys.argv[1]).run(); "
-            "assert out.getvalue().splitlines()[-1] == 'uciok'; "
-            "print(sorted(m for m in ('numba', 'h5py', 'solver.position', 'solver.tables') if m in sys.modules))")
+    short time (0.2 s in issue 37), while loading the kernels takes longer
+    (they load after uciok, in the background: see the first go's tests)."""
+    code = ("import io, sys; from solver import uci\n"
+            "class Out(io.StringIO):\n"
+            "    def write(self, text):\n"
+            "        if text.startswith('uciok'):\n"
+            "            self.loaded = sorted(m for m in ('numba', 'h5py', 'solver.position', 'solver.tables') "
+            "if m in sys.modules)\n"
+            "        return super().write(text)\n"
+            "out = Out()\n"
+            "uci.UciEngine(io.BytesIO(b'uci\\n'), out, io.StringIO(), sys.argv[1]).run()\n"
+            "assert out.getvalue().splitlines()[-1] == 'uciok'\n"
+            "print(out.loaded)")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                           timeout=PATIENCE, env={**os.environ, "PYTHONPATH": ROOT})
     assert done.returncode == 0, done.stderr

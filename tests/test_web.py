@@ -1,9 +1,10 @@
 """The web oracle's API through FastAPI's test client: values agree with the
 Tablebase, every bad request is a 400 with one message, nothing outside the
-three page files is served."""
+package's page files is served."""
 
 import json
 import random
+import re
 import socket
 import sys
 
@@ -209,7 +210,7 @@ def test_raw_paths_with_dot_segments_are_not_found(client):
         assert sent[0]["status"] == 404, raw
 
 
-def test_the_page_is_three_fixed_files_from_the_package(client):
+def test_the_page_is_fixed_files_from_the_package(client):
     from importlib import resources
 
     folder = resources.files("solver.web") / "static"
@@ -225,6 +226,22 @@ def test_the_page_is_three_fixed_files_from_the_package(client):
     # path can only select one of the fixed routes.
     for route in client.app.routes:
         assert "{" not in route.path and type(route).__name__ != "Mount", route.path
+
+
+def test_the_api_documentation_is_the_packages_own_page_and_works_offline(client):
+    """/docs is a page of the package that renders /openapi.json; nothing on it
+    or in its script and style comes from elsewhere (FastAPI's own /docs and
+    /redoc load theirs from a public CDN, blank without a network: they are off)."""
+    page = client.get("/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "/docs.js" in page.text and "/docs.css" in page.text
+    for path in ("/docs", "/docs.js", "/docs.css", "/openapi.json"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert not re.search(r"https?://", response.text if path != "/openapi.json" else ""), path
+    assert "fetch(\"/openapi.json\")" in client.get("/docs.js").text
+    assert client.get("/redoc").status_code == 404
+    assert client.get("/docs/oauth2-redirect").status_code == 404
 
 
 def test_info_openapi_and_server_timing(client, table_dir):
@@ -326,7 +343,8 @@ def test_analysis_is_the_analyse_function(client, table_dir):
     data = ask(client, "/api/analyse", {"record": record, "position": start, "time_per_ply": 1000})
     assert data["time_per_ply"] == MAX_SEARCH_TIME
     with Tablebase(table_dir) as tablebase:
-        expected = analyse(record, tablebase, start=start).as_dict()
+        # The same time a ply: the true rule's graph gets as many positions (solver.analysis).
+        expected = analyse(record, tablebase, start=start, time_per_ply=MAX_SEARCH_TIME).as_dict()
     assert data["plies"] == expected["plies"] and data["summary"] == expected["summary"]
     assert data["record"] == record and data["start"] == start
 

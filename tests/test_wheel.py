@@ -18,6 +18,9 @@ DATA_FILES = [
     "solver/web/static/index.html",
     "solver/web/static/app.js",
     "solver/web/static/style.css",
+    "solver/web/static/docs.html",
+    "solver/web/static/docs.js",
+    "solver/web/static/docs.css",
 ]
 
 # setuptools' warnings are classes named ...Warning (SetuptoolsDeprecationWarning, and the

@@ -10,11 +10,13 @@ nothing and a layer of 25 seeds or more is never read whole. Searches,
 perfect lines and analyses run in a worker process (solver.web.worker) with
 time limits the server caps. Every bad request gets a 400 with
 {"error": "one message"}; the server reads tables and never writes them, and
-serves only its own three static files, by fixed names.
+serves only its own static files (the page and the API's documentation
+page), by fixed names.
 
 FastAPI was chosen over bare Starlette for its request models: validation,
 one place for the limits of every field, and the OpenAPI description at
-/openapi.json (rendered at /docs) for free.
+/openapi.json for free; the package's own page renders it at /docs (FastAPI's
+Swagger and ReDoc pages load their script from a CDN, so they are off).
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ STATIC_FILES = {  # URL path -> (file in solver/web/static, media type): the onl
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
+    # The API's documentation, rendered from /openapi.json by the package's own page:
+    # FastAPI's /docs and /redoc load their script and style from a public CDN.
+    "/docs": ("docs.html", "text/html; charset=utf-8"),
+    "/docs.js": ("docs.js", "text/javascript; charset=utf-8"),
+    "/docs.css": ("docs.css", "text/css; charset=utf-8"),
 }
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
@@ -337,6 +344,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
                     "request; 500 naming the layer when one of the server's tables is damaged; 503 when the "
                     "server is busy or a computation ran past its limit.",
         lifespan=lifespan,
+        docs_url=None,  # served from STATIC_FILES instead: works without a network
+        redoc_url=None,
     )
     app.add_middleware(_BodyLimitAndTiming)
     _install_error_handlers(app)
@@ -364,7 +373,7 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         content, media = static[path]
         return Response(content, media_type=media, headers=PAGE_HEADERS)
 
-    # The page: three fixed files, nothing from the request reaches the filesystem.
+    # The pages: fixed files, nothing from the request reaches the filesystem.
     for path in STATIC_FILES:
         app.add_api_route(path, (lambda path=path: page(path)), methods=["GET"], include_in_schema=False)
 

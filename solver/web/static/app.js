@@ -437,7 +437,8 @@ async function analyseGame(event) {
       `${ply.best_moves.join(" ")} ${signed(ply.best_value)}`, ply.given_away ? `${ply.given_away}${approx}` : ""];
     for (const text of cells) row.insertCell().textContent = String(text);
     if (ply.mark) row.cells[1].className = ply.mark;
-    row.title = `${ply.position}: ${ply.source === "table" ? "from the tables" : "searched"}`;
+    row.title = `${ply.position}: ${ply.source === "table" ? "from the tables" : "searched"}` +
+      (ply.cycles === "own" ? ", under the game's repetition rule" : ", some values by the tables' convention");
     row.addEventListener("click", () => show(start, played.slice(0, ply.ply - 1), played.slice(ply.ply - 1).reverse()));
   }
   box.append(table);
@@ -448,6 +449,12 @@ async function analyseGame(event) {
       ` (${s.inaccuracies} ?!, ${s.mistakes} ?, ${s.blunders} ??)${s.exact ? "" : ", some estimates"}`;
   }).join("; ");
   box.append(summary);
+  if (report.plies.some((ply) => ply.cycles !== "own")) {
+    const convention = document.createElement("p");
+    convention.textContent = "Some values follow the tables' convention (endless play splits the seeds left " +
+      "evenly), not the game's repetition rule: hover a row to see which plies.";
+    box.append(convention);
+  }
   box.dataset.state = "done";
 }
 
