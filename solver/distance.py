@@ -483,5 +483,41 @@ def layer_distances(seeds: int, store: LayerStore, rows: tuple[np.ndarray, ...] 
         return solver.solve(progress)
 
 
-__all__ = ["DISTANCE_CAP", "NO_DISTANCE", "DistanceSolver", "LayerDistances", "distance_at", "distance_histogram",
-           "layer_distances"]
+def distance_groups(seeds: int, budget: int) -> list[list[int]] | None:
+    """The smaller layers of layer `seeds` grouped for its distance pass
+    within `budget` (first fit, largest first), beside the layer's values
+    and the pass's working state; None when the largest does not fit."""
+    from .plan import BASE_BYTES, _first_fit
+
+    size = index.layer_size(seeds)
+    room = budget - BASE_BYTES - size - working_bytes(size)
+    if max((index.layer_size(m) for m in exit_layers(seeds)), default=0) > room:
+        return None
+    return _first_fit(exit_layers(seeds), room)
+
+
+def build_distances(seeds: int, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...] | None,
+                    load: Callable[[int], None], make_room: Callable[[set[int], int, int], None]
+                    ) -> LayerDistances | None:
+    """The distances of layer `seeds`, its values loaded in `store`, within
+    `budget`: the smaller layers a group at a time, those already held
+    first (load(m) reads layer m into the store; make_room(keep, need,
+    working) drops others until `need` more bytes fit beside `working`).
+    What solver.build calls; None when the budget cannot hold the pass."""
+    groups = distance_groups(seeds, budget)
+    if groups is None:
+        return None
+    solver = DistanceSolver(seeds, store, rows)
+    groups.sort(key=lambda group: -sum(1 for m in group if store.loaded[m]))
+    for group in groups:
+        make_room(set(group) | {seeds}, sum(index.layer_size(m) for m in group if not store.loaded[m]),
+                  working_bytes(solver.size))
+        for m in group:
+            if not store.loaded[m]:
+                load(m)
+        solver.starts(group)
+    return solver.solve()
+
+
+__all__ = ["DISTANCE_CAP", "NO_DISTANCE", "DistanceSolver", "LayerDistances", "build_distances", "distance_at",
+           "distance_histogram", "layer_distances"]
