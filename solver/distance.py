@@ -40,24 +40,30 @@ over finished values, with the builder's move generation and un-sowing
 Every position with v != 0 ends settled; one that does not means the values
 are not the tables' fixed point (BuildError).
 
-Storage: a byte a position (uint8), ``DISTANCE_CAP`` (253) meaning "253 or
+Storage: a byte a position (uint8), ``DISTANCE_CAP`` (240) meaning "240 or
 more", the exact distance of each such position in a small overflow table
 of (rank, distance) rows sorted by rank; NO_DISTANCE (254) where v = 0;
-255 never (the HDF5 fill value, and the working "not settled yet").
+241..253 and 255 never (255 is the HDF5 fill value).
 
 Working memory beside the layer's values (which are in the LayerStore
-already): the distance byte and a nibble of counts a position (1.5 bytes a
-position, the value build's working state is 1.52), two flag bytes a block
-of 256 positions, and the overflow rows; the smaller layers n-15..n-2 are
-read where a v > 0 position captures, as the value build's exit pass reads
-them.
+already): the distance byte itself, which holds the working state of a
+position not yet settled (UNSETTLED for v > 0, COUNTED + its keeping quiet
+children not settled for v < 0: one miss a predecessor told fewer than a
+count array beside it would cost), two flag bytes a block of 256
+positions, and the overflow rows: 1.01 bytes a position, against the value
+build's 1.52. The smaller layers n-15..n-2 are read where a v > 0 position
+captures, as the value build's exit pass reads them.
 
 The frontiers' kernels share their work as the builder's do (blocks taken
 from a shared counter): a v > 0 predecessor is claimed with a
 compare-and-swap of its distance byte, a v < 0 one counted down with an
-atomic decrement of its nibble, so each position is settled exactly once by
+atomic decrement of that byte, so each position is settled exactly once by
 one thread. The result does not depend on the order or the threads: it is a
 function of the values.
+
+numba keys its cache on this file alone: the kernels take index's tables
+and retrograde's un-sowing into their code, so a change there must come
+with a change here (as retrograde's own docstring says of index).
 """
 
 from __future__ import annotations
@@ -78,24 +84,27 @@ from .retrograde import (
     BLOCK,
     BYTE_ONES,
     MAX_PREDECESSORS,
+    PLAN_WORDS,
     SERIAL_SIZE,
     WORK_SLOTS,
     _has_byte,
-    _position_at,
+    _lowest_bit,
+    _plan_run,
     exit_layers,
+    hot_kernel,
     predecessors,
     thread_count,
 )
-from .rules import ROW, legal_mask, play
+from .rules import ROW, capture_candidates, legal_mask, play
 
-DISTANCE_CAP = 253  # a stored byte of 253 means "253 or more": the exact distance is in the overflow table
+DISTANCE_CAP = 240  # a stored byte of 240 means "240 or more": the exact distance is in the overflow rows
+COUNTED = 247  # working: a v < 0 position not settled yet holds COUNTED + its keeping quiet children not settled (1..6)
 NO_DISTANCE = 254  # the byte of a position whose value is 0 (no distance)
-UNSETTLED = 255  # never in finished data: the working "not settled yet", and the files' fill value
+UNSETTLED = 255  # working: a v > 0 position not settled yet; never in finished data (the files' fill value)
 DISTANCE_VERSION = 1
 DISTANCE_METRIC = ("plies to the next capture or end of the game, the side ahead converting as fast as it can and "
                    "the side behind holding out as long as it can, the value kept; none where the value is 0")
-WORKING_BYTES = 1.5  # a distance byte and a nibble of counts a position, beside its value byte
-COUNT = 0xF  # a position's nibble: its keeping quiet children not yet settled (v < 0)
+WORKING_BYTES = 1  # a distance byte a position (the count of a v < 0 one in it until it is settled), beside its value
 
 
 class LayerDistances(NamedTuple):
@@ -123,31 +132,39 @@ def distance_at(distance: np.ndarray, overflow: np.ndarray, rank: int, cap: int 
 
 def working_bytes(size: int) -> int:
     """Memory of the distance pass over `size` positions beside their values:
-    the distance bytes (padded to whole words), the count nibbles and two
-    flag bytes a block."""
-    return (size + 7) // 8 * 8 + (size + 1) // 2 + 2 * ((size + BLOCK - 1) // BLOCK)
+    the distance bytes (padded to whole words) and two flag bytes a block."""
+    return (size + 7) // 8 * 8 + 2 * ((size + BLOCK - 1) // BLOCK)
 
 
 # Kernels ----------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def _start_block(seeds, start, stop, values, flat, starts, use, first, distance, counts, rows, flags_zero, flags_one):
-    """Step 1 for ranks start..stop-1 (a whole number of count bytes).
+@hot_kernel
+def _start_block(seeds, start, stop, values, flat, starts, use, first, distance, rows, flags_zero, flags_one, where,
+                 wanted, owners, plan):
+    """Step 1 for ranks start..stop-1 of layer `seeds` (its values at
+    flat[starts[seeds]:], the same bytes as `values`).
 
     With `first`, every position gets its start: NO_DISTANCE (v = 0), 0 (no
     move), 1 (v > 0 with a keeping capture into a layer of `use`, or v < 0
-    without a keeping quiet move), else UNSETTLED with its count of keeping
-    quiet children (v < 0). A later pass (another group of smaller layers in
-    `use`) only looks for keeping captures of v > 0 positions still
-    UNSETTLED. Blocks holding a 0 or a 1 are flagged in flags_zero and
+    without a keeping quiet move), else UNSETTLED (v > 0) or COUNTED + its
+    keeping quiet moves (v < 0). A later pass (another group of smaller
+    layers in `use`) only looks for keeping captures of v > 0 positions
+    still UNSETTLED. The children a block needs are gathered first, their
+    value bytes prefetched, and read only then, so that those misses
+    overlap (as the builder's exit pass does): where[j] is a child's byte in
+    `flat`, wanted[j] the value that keeps its parent's, owners[j] the
+    parent. Blocks holding a 0 or a 1 are flagged in flags_zero and
     flags_one; returns the positions settled here.
     """
     settled = 0
+    asked = 0
     run_first = 0
     run_length = 0
     run_start = 0
     mover = np.uint64(0)
+    planned = -1  # the run whose plan `plan` holds
+    layer = starts[seeds]
     for rank in range(start, stop):
         value = np.int64(values[rank])
         if value == 0:
@@ -165,76 +182,123 @@ def _start_block(seeds, start, stop, values, flat, starts, use, first, distance,
             flags_zero[rank // BLOCK] = 1
             settled += 1
             continue
-        keeping_capture = False
-        keeping_quiet = 0
+        if first:
+            distance[rank] = UNSETTLED if value > 0 else COUNTED
+        # A v > 0 position needs its captures alone (a quiet move of it costs at least 2), a v < 0 one its quiet moves.
+        candidates = mask & capture_candidates(mover, opponent)
+        moves = candidates if value > 0 else mask
+        general = opponent == 0 or mover == 0
+        if value < 0 and not general:
+            # Quiet moves that land nowhere near a capture: the child's rank from the run's plan, without sowing.
+            if planned != run_first:
+                _plan_run(mover, plan)
+                planned = run_first
+            quiet = mask & ~candidates
+            moves = candidates
+            while quiet:
+                house = _lowest_bit(quiet)
+                quiet &= quiet - 1
+                left = plan[2 * ROW + house]
+                child_mover = opponent + np.uint64(plan[ROW + house])
+                at = (layer + index.LAYER_OFFSET[seeds, seeds - left]
+                      + index.row_rank(child_mover, seeds - left, index.ANY_ROW) * index.OPPONENT_ROWS[left]
+                      + plan[3 * ROW + house])
+                prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+                where[asked] = at
+                wanted[asked] = -value
+                owners[asked] = rank
+                asked += 1
         for house in range(ROW):
-            if not mask & (1 << house):
+            if not moves & (1 << house):
                 continue
-            if value > 0:
-                # Only captures matter: a quiet move of a v > 0 position costs at least 2.
-                captured, child_mover, child_opponent = play(mover, opponent, house)
-                if captured > 0 and use[seeds - captured]:
-                    child = index.rank_packed(child_mover, child_opponent, seeds - captured)
-                    if captured - np.int64(flat[starts[seeds - captured] + child]) == value:
-                        keeping_capture = True
-                        break
+            captured, child_mover, child_opponent = play(mover, opponent, house)
+            if value > 0 and captured > 0 and use[seeds - captured]:
+                at = starts[seeds - captured] + index.rank_packed(child_mover, child_opponent, seeds - captured)
+                want = captured - value
+            elif value < 0 and captured == 0:
+                at = layer + index.rank_packed(child_mover, child_opponent, seeds)
+                want = -value
             else:
-                captured, child_mover, child_opponent = play(mover, opponent, house)
-                if captured == 0 and -np.int64(values[index.rank_packed(child_mover, child_opponent, seeds)]) == value:
-                    keeping_quiet += 1
-        if (value > 0 and keeping_capture) or (value < 0 and keeping_quiet == 0):
+                continue
+            prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+            where[asked] = at
+            wanted[asked] = want
+            owners[asked] = rank
+            asked += 1
+    for j in range(asked):
+        if np.int64(flat[where[j]]) != wanted[j]:
+            continue
+        rank = owners[j]
+        if values[rank] < 0:
+            distance[rank] += 1  # one more keeping quiet move
+        elif distance[rank] == UNSETTLED:
             distance[rank] = 1
             flags_one[rank // BLOCK] = 1
             settled += 1
-        elif first:
-            distance[rank] = UNSETTLED
-            if value < 0:
-                counts[rank >> 1] |= np.uint8(keeping_quiet << ((rank & 1) << 2))
+    if first:
+        for rank in range(start, stop):
+            if distance[rank] == COUNTED:  # v < 0 without a keeping quiet move: a capture keeps it
+                distance[rank] = 1
+                flags_one[rank // BLOCK] = 1
+                settled += 1
     return settled
 
 
 @njit(cache=True, parallel=True)
 def start_pass(seeds: int, size: int, values: np.ndarray, flat: np.ndarray, starts: np.ndarray, use: np.ndarray,
-               first: bool, distance: np.ndarray, counts: np.ndarray, rows: tuple[np.ndarray, ...],
-               flags_zero: np.ndarray, flags_one: np.ndarray) -> int:
+               first: bool, distance: np.ndarray, rows: tuple[np.ndarray, ...], flags_zero: np.ndarray,
+               flags_one: np.ndarray) -> int:
     """Step 1 over the `size` positions of layer `seeds` (values: its int8
-    values; flat/starts: the store, with the smaller layers marked in `use`
-    loaded): see _start_block. Returns the positions settled at 0 or 1."""
+    values, in its slot of the store flat/starts, with the smaller layers
+    marked in `use` loaded): see _start_block. Returns the positions
+    settled at 0 or 1."""
     blocks = (size + BLOCK - 1) // BLOCK
     counter = np.zeros(1, dtype=np.int64)
     settled = np.zeros(WORK_SLOTS, dtype=np.int64)
     for slot in prange(WORK_SLOTS):
+        where = np.empty(BLOCK * ROW, dtype=np.int64)
+        wanted = np.empty(BLOCK * ROW, dtype=np.int64)
+        owners = np.empty(BLOCK * ROW, dtype=np.int64)
+        plan = np.zeros(PLAN_WORDS, dtype=np.int64)
         while True:
             block = atomic_add(counter, 0, np.int64(1))
             if block >= blocks:
                 break
             settled[slot] += _start_block(seeds, block * BLOCK, min(size, block * BLOCK + BLOCK), values, flat, starts,
-                                          use, first, distance, counts, rows, flags_zero, flags_one)
+                                          use, first, distance, rows, flags_zero, flags_one, where, wanted, owners,
+                                          plan)
     return settled.sum()
 
 
 @njit(cache=True, inline="always")
-def _settle_batch(found, told, count, new, cap, values, distance, counts, next_flags, listing, listed):
+def _settle_batch(found, told, count, new, cap, values, distance, next_flags, listing, listed):
     """Tell a batch of predecessors found[i] that a child worth told[i] was
     settled this frontier; those settled get `new` (capped at `cap`), their
     block flagged, and are appended to `listing` (counter listed[0]) when
-    new >= cap. Returns the positions settled."""
+    new >= cap. Returns the positions settled. The predecessors whose move
+    keeps their value (their value byte prefetched by un-sowing) are kept
+    first and their distance bytes prefetched, then told."""
+    kept = 0
     for i in range(count):
-        prefetch(distance, found[i])  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+        if np.int64(values[found[i]]) == -np.int64(told[i]):
+            found[kept] = found[i]
+            told[kept] = told[i]
+            prefetch(distance, found[kept])  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+            kept += 1
     settled = 0
     byte = np.uint8(min(new, cap))
-    for i in range(count):
+    for i in range(kept):
         parent = found[i]
-        parent_value = np.int64(values[parent])
-        if parent_value != -told[i] or distance[parent] != UNSETTLED:
-            continue  # the move does not keep the parent's value, or the parent is settled
-        if parent_value > 0:
+        code = np.int64(distance[parent])
+        if told[i] < 0:  # the parent is ahead: settled by its first keeping child
+            if code != UNSETTLED:
+                continue
             if not compare_and_swap(distance, parent, np.uint8(UNSETTLED), byte):  # type: ignore[call-arg, arg-type]
                 continue  # another thread settled it this frontier
-        else:
-            shift = (parent & 1) << 2
-            old = atomic_sub(counts, parent >> 1, np.uint8(1 << shift))
-            if (np.int64(old) >> shift) & COUNT != 1:
+        else:  # the parent is behind: settled by its last keeping child
+            if not COUNTED < code <= COUNTED + ROW:
+                continue
+            if np.int64(atomic_sub(distance, parent, np.uint8(1))) != COUNTED + 1:
                 continue
             distance[parent] = byte
         settled += 1
@@ -244,61 +308,74 @@ def _settle_batch(found, told, count, new, cap, values, distance, counts, next_f
     return settled
 
 
-@njit(cache=True)
-def _frontier_block(seeds, size, frontier, cap, start, stop, ranks, values, distance, words, counts, next_flags, rows,
-                    found, movers, opponents, told, listing, listed):
-    """Tell the predecessors of the positions settled at `frontier` among
-    ranks start..stop-1 (found by their distance byte, eight at a time), or,
-    with `ranks` not empty, of ranks[start:stop] (the frontiers at the cap
-    and beyond, listed). Returns the positions settled at frontier + 1."""
-    pattern = np.uint64(min(frontier, cap)) * BYTE_ONES
+@hot_kernel
+def _frontier_chunk(seeds, size, frontier, cap, ranks, count_ranks, values, distance, next_flags, rows, found, movers,
+                    opponents, told, listing, listed):
+    """Tell the predecessors of ranks[:count_ranks], settled at `frontier`
+    (ascending: the rows' runs are walked, not searched). Returns the
+    positions settled at frontier + 1."""
     settled = 0
     count = 0
-    current = -1
     mover = np.uint64(0)
-    opponent = np.uint64(0)
-    listed_mode = ranks.shape[0] > 0
-    position = start
-    while position < stop:
-        if listed_mode:
-            rank = ranks[position]
-            position += 1
-        else:
-            if position % 8 == 0 and not _has_byte(words[position // 8], pattern):
-                position += 8
-                continue
-            rank = position
-            position += 1
-            if distance[rank] != frontier:
-                continue
-        mover, opponent = _position_at(rank, current, mover, opponent, seeds, rows)
-        current = rank
-        added = predecessors(mover, opponent, seeds, 0, size, values, counts, False, True, found, count, movers,
+    run_first = 0
+    run_length = 0
+    run_start = 0
+    for position in range(count_ranks):
+        rank = ranks[position]
+        if not run_first <= rank < run_first + run_length:
+            mover, run_first, run_length, run_start = index.unrank_row(seeds, rank, rows[0], rows[1], rows[3])
+        opponent = rows[2][run_start + rank - run_first]
+        added = predecessors(mover, opponent, seeds, 0, size, values, distance, False, False, found, count, movers,
                              opponents)
         told[count:added] = values[rank]
         count = added
         if count >= BATCH:
-            settled += _settle_batch(found, told, count, frontier + 1, cap, values, distance, counts, next_flags,
-                                     listing, listed)
+            settled += _settle_batch(found, told, count, frontier + 1, cap, values, distance, next_flags, listing,
+                                     listed)
             count = 0
-    settled += _settle_batch(found, told, count, frontier + 1, cap, values, distance, counts, next_flags, listing,
-                             listed)
+    settled += _settle_batch(found, told, count, frontier + 1, cap, values, distance, next_flags, listing, listed)
     return settled
+
+
+@hot_kernel
+def _frontier_ranks(frontier, first_item, last_item, active, size, words, distance, out):
+    """The ranks settled at `frontier` (below the cap) in blocks
+    active[first_item:last_item] into `out`, found eight at a time by their
+    distance bytes (`words`); returns how many."""
+    pattern = np.uint64(frontier) * BYTE_ONES
+    found = 0
+    for item in range(first_item, last_item):
+        start = active[item] * BLOCK
+        stop = min(size, start + BLOCK)
+        for word in range(start // 8, (stop + 7) // 8):
+            if not _has_byte(words[word], pattern):
+                continue
+            for rank in range(word * 8, min(stop, word * 8 + 8)):
+                if distance[rank] == frontier:
+                    out[found] = rank
+                    found += 1
+    return found
+
+
+SERIAL_FRONTIER = 1 << 21  # a frontier in this few ranks' blocks runs on one thread: a busy core makes a parallel
+# loop wait for its time slice at its end, and a layer has dozens of thin frontiers (layer 18: 76)
+FRONTIER_CHUNK = 16  # active blocks (or BLOCK times as many listed ranks) a thread takes at once
 
 
 @njit(cache=True, parallel=True)
 def frontier_pass(seeds: int, size: int, frontier: int, cap: int, active: np.ndarray, ranks: np.ndarray,
-                  values: np.ndarray, distance: np.ndarray, counts: np.ndarray, next_flags: np.ndarray,
-                  rows: tuple[np.ndarray, ...], listing: np.ndarray, listed: np.ndarray) -> int:
+                  values: np.ndarray, distance: np.ndarray, next_flags: np.ndarray, rows: tuple[np.ndarray, ...],
+                  listing: np.ndarray, listed: np.ndarray) -> int:
     """Step 2 for one frontier: the predecessors of every position settled
-    at `frontier` are told (see _frontier_block), those it settles getting
+    at `frontier` are told (see _settle_batch), those it settles getting
     frontier + 1. The positions are looked for in the `active` blocks, or,
-    when `ranks` is not empty, are the ranks listed there. Returns how many
-    were settled."""
+    when `ranks` is not empty, are the (sorted) ranks listed there. Threads
+    take FRONTIER_CHUNK blocks at a time, so that a thin frontier still
+    fills the batches whose misses overlap. Returns how many were settled."""
     words = distance.view(np.uint64)  # distance is padded to whole words
     listed_mode = ranks.shape[0] > 0
     items = ranks.shape[0] if listed_mode else active.shape[0]
-    step = BLOCK if listed_mode else 1
+    step = FRONTIER_CHUNK * BLOCK if listed_mode else FRONTIER_CHUNK
     counter = np.zeros(1, dtype=np.int64)
     settled = np.zeros(WORK_SLOTS, dtype=np.int64)
     batch = BATCH + MAX_PREDECESSORS
@@ -307,16 +384,19 @@ def frontier_pass(seeds: int, size: int, frontier: int, cap: int, active: np.nda
         movers = np.empty(batch, dtype=np.uint64)
         opponents = np.empty(batch, dtype=np.uint64)
         told = np.empty(batch, dtype=np.int8)
+        todo = np.empty(FRONTIER_CHUNK * BLOCK, dtype=np.int64)
         while True:
             item = atomic_add(counter, 0, np.int64(step))
             if item >= items:
                 break
+            last = min(items, item + step)
             if listed_mode:
-                first, last = item, min(items, item + step)
+                todo[: last - item] = ranks[item:last]
+                count = last - item
             else:
-                first, last = active[item] * BLOCK, min(size, active[item] * BLOCK + BLOCK)
-            settled[slot] += _frontier_block(seeds, size, frontier, cap, first, last, ranks, values, distance, words,
-                                             counts, next_flags, rows, found, movers, opponents, told, listing, listed)
+                count = _frontier_ranks(frontier, item, last, active, size, words, distance, todo)
+            settled[slot] += _frontier_chunk(seeds, size, frontier, cap, todo, count, values, distance, next_flags,
+                                             rows, found, movers, opponents, told, listing, listed)
     return settled.sum()
 
 
@@ -344,7 +424,6 @@ class DistanceSolver:
         self.values = store.layer(seeds)
         self._padded = np.full((self.size + 7) // 8 * 8, UNSETTLED, dtype=np.uint8)
         self.distance = self._padded[: self.size]
-        self.counts = np.zeros((self.size + 1) // 2, dtype=np.uint8)
         blocks = (self.size + BLOCK - 1) // BLOCK
         self.flags_zero = np.zeros(blocks, dtype=np.uint8)
         self.flags_one = np.zeros(blocks, dtype=np.uint8)
@@ -365,7 +444,7 @@ class DistanceSolver:
         started = time.perf_counter()
         with thread_count(1 if self.size < SERIAL_SIZE else None):
             self.settled += int(start_pass(self.seeds, self.size, self.values, self.store.flat, self.store.starts, use,
-                                           self.passes == 0, self.distance, self.counts, self.rows, self.flags_zero,
+                                           self.passes == 0, self.distance, self.rows, self.flags_zero,
                                            self.flags_one))
         self.start_seconds += time.perf_counter() - started
         self.passes += 1
@@ -399,9 +478,9 @@ class DistanceSolver:
             if frontier + 1 >= cap:
                 listing = np.empty(max(1, left), dtype=np.int64)  # at most every position not yet settled
                 listed[0] = 0
-            with thread_count(1 if (active.shape[0] <= 8 and ranks.shape[0] < BLOCK) else None):
+            with thread_count(1 if max(active.shape[0] * BLOCK, ranks.shape[0]) <= SERIAL_FRONTIER else None):
                 settled = int(frontier_pass(seeds, size, frontier, cap, active, ranks, self.values, self._padded,
-                                            self.counts, next_flags, self.rows, listing, listed))
+                                            next_flags, self.rows, listing, listed))
             left -= settled
             frontiers.append(settled)
             if frontier + 1 >= cap:

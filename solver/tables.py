@@ -567,7 +567,8 @@ def _check_distance_attributes(handle, path, seeds, values_histogram):
                                      f"build it again to rewrite its distances")
     counts = attributes.get("distance_histogram")
     if (not isinstance(counts, np.ndarray) or counts.shape != (256,) or counts.dtype.kind not in "iu"
-            or int(counts.sum()) != index.layer_size(seeds) or counts[DISTANCE_FILL] != 0
+            or int(counts.sum()) != index.layer_size(seeds) or counts[DISTANCE_CAP + 1 : NO_DISTANCE].any()
+            or counts[DISTANCE_FILL] != 0
             or counts[NO_DISTANCE] != values_histogram[seeds]
             or counts[DISTANCE_CAP] != handle[OVERFLOW_DATASET].shape[0]):
         raise CorruptTableError(f"{path}: the distance histogram is missing or does not agree with the values")
