@@ -763,6 +763,8 @@ def _echo_moves(moves, show_exact):
         value = "?" if m.value is None else f"{m.value:+d}"
         kind = (" exact" if m.exact else " estimate") if show_exact else ""
         capture = f"  captures {m.captured}" if m.captured else ""
+        if m.distance is not None and not m.captured:
+            capture += f"  capture in {m.distance} pl{'y' if m.distance == 1 else 'ies'}"
         click.echo(f"  {mark} {m.move}  {value}{kind}{capture}")
 
 
@@ -1007,6 +1009,7 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
         game = _game_of(position, moves)
         value, moves_list, chosen = _interruptible(lambda: (
             tablebase.value(pos), tablebase.moves(pos), tablebase.best_move(game)))
+        distance = _position_distance(tablebase, pos, moves_list)
     predicted = Outcome.predicted(pos, value)
     if as_json:
         rows = move_rows(moves_list)
@@ -1016,6 +1019,7 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
                 "to_move": pos.to_move,
                 "seeds": pos.seeds,
                 "value": value,
+                "distance": distance,
                 "predicted_result": predicted.scores(),
                 "outcome": predicted.winner,
                 "moves": rows,
@@ -1032,10 +1036,20 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
     click.echo(f"position: {pos}")
     click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board")
     click.echo(f"perfect play ends: {predicted.text()}")
+    if distance is not None:
+        click.echo(f"next capture (or end) in {distance} pl{'y' if distance == 1 else 'ies'}, "
+                   f"{'converting as fast' if value > 0 else 'holding out as long'} as {side} can, the value kept")
     _echo_moves(moves_list, show_exact=False)
     if chosen.repeats:
         click.echo(f"perfect play here: {chosen.move}, which repeats a position of the game: "
                    f"{chosen.outcome.text()} by the true rule")
+
+
+def _position_distance(tablebase, pos, moves_list):
+    """The position's distance to conversion, None when its value is 0 or its layer holds no distances."""
+    if not any(m.distance is not None for m in moves_list):
+        return None
+    return tablebase.distance(pos)
 
 
 AweleGroup.aliases["query"] = "best"

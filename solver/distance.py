@@ -76,7 +76,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import index
-from .errors import BuildError
+from .errors import BuildError, CorruptTableError
 from .intrinsics import atomic_add, atomic_sub, compare_and_swap, prefetch
 from .layers import LayerStore
 from .retrograde import (
@@ -117,16 +117,19 @@ class LayerDistances(NamedTuple):
     stats: dict[str, Any]
 
 
-def distance_at(distance: np.ndarray, overflow: np.ndarray, rank: int, cap: int = DISTANCE_CAP) -> int | None:
-    """The exact distance of `rank` from a layer's bytes and overflow rows (None for a value of 0)."""
-    byte = int(distance[rank])
+def distance_at(distance: np.ndarray, overflow: np.ndarray, rank: int, cap: int = DISTANCE_CAP,
+                at: int | None = None) -> int | None:
+    """The exact distance of `rank` from a layer's bytes and overflow rows
+    (None for a value of 0); its byte is distance[at] when `at` is given
+    (a chunk of the bytes), else distance[rank]."""
+    byte = int(distance[rank if at is None else at])
     if byte == NO_DISTANCE:
         return None
     if byte < cap:
         return byte
     row = int(np.searchsorted(overflow[:, 0], rank)) if overflow.shape[0] else 0
     if row >= overflow.shape[0] or int(overflow[row, 0]) != rank:
-        raise BuildError(f"rank {rank} is stored as {cap} or more but has no overflow row")
+        raise CorruptTableError(f"rank {rank} is stored as {cap} or more but has no overflow row")
     return int(overflow[row, 1])
 
 

@@ -23,7 +23,14 @@ import numpy as np
 from numba import njit
 
 from . import index, tables
-from .errors import GameOverError, InvalidArgumentError, InvalidPositionError, MissingTableError, TablebaseClosedError
+from .errors import (
+    GameOverError,
+    InvalidArgumentError,
+    InvalidPositionError,
+    MissingDistanceError,
+    MissingTableError,
+    TablebaseClosedError,
+)
 from .layers import LayerStore, value_packed
 from .position import HOUSE_LETTERS, TOTAL_SEEDS, Game, Position, as_position
 from .report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value
@@ -99,6 +106,10 @@ class Tablebase:
         # answered from a big layer's file) never waits for a layer being read whole.
         self._readers_lock = threading.Lock()
         self._closed = False
+        # Distances to conversion (solver.distance): small layers' read whole, (bytes, overflow rows);
+        # larger ones' read a checked chunk at a time; None for a layer whose file has none.
+        self._distances: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._distance_readers: dict[int, tables.ChunkReader | None] = {}
 
     def __repr__(self) -> str:
         return f"Tablebase({self.directory!r}, layers={self.layers()}, in_memory={self.loaded_layers()})"
@@ -119,6 +130,11 @@ class Tablebase:
             for reader in self._readers.values():
                 reader.close()
             self._readers.clear()
+            for distances in self._distance_readers.values():
+                if distances is not None:
+                    distances.close()
+            self._distance_readers.clear()
+            self._distances.clear()
             # Replaced, never cleared: a kernel still reading the old store in
             # another thread reads whole layers, and its caller then sees _closed.
             self._store = LayerStore(0)
@@ -199,6 +215,75 @@ class Tablebase:
                 reader = self._readers[seeds] = tables.ChunkReader(self.directory, seeds, CACHE_CHUNKS)
         return reader.value(rank)
 
+    def _distance_lookup(self, seeds, rank):
+        """The distance at (layer, rank) from checked data: None for a value of
+        0; MissingDistanceError when the layer's file holds no distances."""
+        from .distance import DISTANCE_CAP, distance_at
+
+        self._check_open()
+        if index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
+            with self._lock:
+                self._check_open()
+                if seeds not in self._distances:
+                    try:
+                        self._distances[seeds] = tables.load_distances(self.directory, seeds)
+                    except MissingDistanceError:
+                        self._distances[seeds] = None
+                held = self._distances[seeds]
+            if held is None:
+                raise MissingDistanceError(f"layer {seeds} in {self.directory} has no distances: add them with "
+                                           f"`{tables.build_command(seeds, self.directory)}`")
+            return distance_at(held[0], held[1], rank, DISTANCE_CAP)
+        with self._readers_lock:
+            self._check_open()
+            if seeds not in self._distance_readers:
+                try:
+                    self._distance_readers[seeds] = tables.ChunkReader(self.directory, seeds, CACHE_CHUNKS,
+                                                                       distances=True)
+                except MissingDistanceError:
+                    self._distance_readers[seeds] = None
+            reader = self._distance_readers[seeds]
+        if reader is None:
+            raise MissingDistanceError(f"layer {seeds} in {self.directory} has no distances: add them with "
+                                       f"`{tables.build_command(seeds, self.directory)}`")
+        assert reader.overflow is not None, "a distance reader holds the overflow rows"
+        return distance_at(reader.chunk(rank // tables.CHUNK), reader.overflow, rank, DISTANCE_CAP, rank % tables.CHUNK)
+
+    def distance(self, position: Position | str) -> int | None:
+        """Plies to the next capture or end of the game from `position` when
+        the side ahead converts as fast as it can and the side behind holds
+        out as long as it can, neither giving up any value (solver.distance);
+        None when the value is 0. Raises MissingDistanceError when the layer
+        holds values alone, MissingTableError when it is not built, and
+        GameOverError as value() does.
+
+        A position outside the index (all opponent houses occupied) is
+        answered by one ply: the best cost over the moves that keep its value.
+        """
+        position = as_position(position)
+        _refuse_finished(position)
+        expansion = position.expansion()
+        value = self._expanded_value(expansion)
+        if value == 0:
+            return None
+        if expansion.terminal != NOT_TERMINAL:
+            return 0
+        if expansion.rank >= 0:
+            found = self._distance_lookup(int(expansion.seeds), int(expansion.rank))
+        else:
+            costs = [self._move_distance(expansion, house, captured)
+                     for house, captured, move_value in self._move_values(expansion) if move_value == value]
+            found = min(costs) if value > 0 else max(costs)  # type: ignore[type-var]  # a keeping move has a cost
+        self._check_open()
+        return found
+
+    def _move_distance(self, expansion, house, captured):
+        """The cost of a move (1 for a capture, else 1 + the child's distance)."""
+        if captured:
+            return 1
+        child = self._distance_lookup(int(expansion.seeds), int(expansion.child_ranks[house]))
+        return None if child is None else 1 + child
+
     # Values ----------------------------------------------------------------------
 
     def _move_values(self, expansion, known=None):
@@ -261,15 +346,23 @@ class Tablebase:
         letters = HOUSE_LETTERS[position.to_move]
         mine, theirs = position.mover_captured()
         moves = []
-        for house, captured, value in self._move_values(position.expansion()):
+        expansion = position.expansion()
+        distances = True
+        for house, captured, value in self._move_values(expansion):
             ended = None
+            cost = None
+            if distances and value != 0:
+                try:
+                    cost = self._move_distance(expansion, house, captured)
+                except MissingDistanceError:
+                    distances = False  # values alone: no move has a distance
             if mine + captured > TOTAL_SEEDS // 2 or mine + captured == theirs == TOTAL_SEEDS // 2:
                 # The move ends the game by 25 seeds or 24-24: each side takes its own side's seeds.
                 child = position.play(house)
                 result, reason = child.result(), child.terminal_rule()
                 assert result is not None and reason is not None, "the move ends the game"
                 ended = Outcome.ended(result, reason)
-            moves.append(MoveValue.of(position, letters[house], captured, value, outcome=ended))
+            moves.append(MoveValue.of(position, letters[house], captured, value, outcome=ended, distance=cost))
         self._check_open()
         return moves
 

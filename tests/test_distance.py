@@ -2,17 +2,23 @@
 reference, lines that follow the distances, the overflow rows, the files and
 the read side."""
 
+import json
 import math
 
+import h5py
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import naive_legal_moves, naive_play, naive_terminal_value
 from naive_distance import naive_distances
 
-from solver import distance, index, retrograde
+from solver import Position, build, distance, index, retrograde, tables
+from solver.cli import cli
 from solver.distance import DISTANCE_CAP, NO_DISTANCE, distance_at, layer_distances
+from solver.errors import CorruptTableError, MissingDistanceError
+from solver.probe import Tablebase
 
 NAIVE_LAYERS = 8  # every position against the naive reference in the default run; 9 and 10 are marked slow
 LAYERS = 12
@@ -145,3 +151,108 @@ def test_a_layer_without_its_smaller_layers_is_refused():
     store.drop(3)
     with pytest.raises(ValueError, match="need layers"):
         layer_distances(6, store)
+
+
+# Files ---------------------------------------------------------------------------
+
+
+def test_the_built_files_hold_the_distances_the_pass_computes(solved, table_dir):
+    _, found = solved
+    for seeds in range(LAYERS + 1):
+        stored, overflow = tables.load_distances(table_dir, seeds)
+        assert np.array_equal(stored, found[seeds].distance) and np.array_equal(overflow, found[seeds].overflow)
+        assert tables.check_distances(table_dir, seeds)
+
+
+def test_a_folder_of_values_alone_gains_its_distances_without_new_values(tmp_path, solved):
+    _, found = solved
+    directory = str(tmp_path)
+    build.build(9, directory, distances=False)
+    with pytest.raises(MissingDistanceError, match="no distances"):
+        tables.load_distances(directory, 9)
+    with Tablebase(directory) as tablebase:
+        position = Position.from_string("2-0-1-0-3-1/0-2-0-0-0-0 S")
+        with pytest.raises(MissingDistanceError):
+            tablebase.distance(position)
+        assert all(m.distance is None for m in tablebase.moves(position))
+    before = {n: tables.table_info(directory, n)["build_seconds"] for n in range(10)}
+    values = {n: tables.load_values(directory, n) for n in range(10)}
+    rows = []
+    build.build(9, directory, report=rows.append)
+    assert [r["distances_added"] for r in rows] == [True] * 10 and not any(r["built"] for r in rows)
+    for n in range(10):
+        assert np.array_equal(tables.load_values(directory, n), values[n])
+        assert tables.table_info(directory, n)["build_seconds"] == before[n]
+        assert np.array_equal(tables.load_distances(directory, n)[0], found[n].distance)
+    rows.clear()
+    build.build(9, directory, report=rows.append)
+    assert not any(r.get("distances_added") for r in rows)
+
+
+def test_a_damaged_distance_chunk_is_refused_by_the_reader_and_the_build(tmp_path):
+    directory = str(tmp_path)
+    build.build(8, directory)
+    path = tables.table_path(directory, 8)
+    with h5py.File(path, "r+") as handle:  # HDF5 writes the chunk again with valid filters: only the CRC sees it
+        stored = handle["distance"][0]
+        handle["distance"][0] = (stored + 1) % 200
+    with pytest.raises(CorruptTableError, match="chunk 0 fails its CRC-32"):
+        tables.load_distances(directory, 8)
+    with pytest.raises(CorruptTableError, match="delete that file"):
+        build.build(8, directory)
+
+
+def test_build_without_distances_from_the_command_line(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["build", "--max-seeds", "6", "--dir", str(tmp_path), "--no-distance", "--json"])
+    assert result.exit_code == 0, result.output
+    assert not tables.check_distances(str(tmp_path), 6)
+    result = runner.invoke(cli, ["build", "--max-seeds", "6", "--dir", str(tmp_path)])
+    assert result.exit_code == 0 and "distances added" in result.output
+    assert tables.check_distances(str(tmp_path), 6)
+
+
+# Read side -----------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(seeds=st.integers(1, LAYERS), fraction=st.floats(0, 1, exclude_max=True), south=st.booleans())
+def test_the_tablebase_answers_every_distance_and_every_move_cost(solved, table_dir, seeds, fraction, south):
+    _, found = solved
+    rank = int(fraction * index.layer_size(seeds))
+    board = [int(x) for x in index.unrank(seeds, rank)]
+    if south:
+        position = Position.from_string(f"{'-'.join(map(str, board[:6]))}/{'-'.join(map(str, board[6:]))} S")
+    else:
+        position = Position.from_string(f"{'-'.join(map(str, board[6:]))}/{'-'.join(map(str, board[:6]))} N")
+    with Tablebase(table_dir) as tablebase:
+        assert tablebase.distance(position) == distance_at(found[seeds].distance, found[seeds].overflow, rank)
+        for move in tablebase.moves(position):
+            child, captured = position.play_capture(move.move)
+            if move.value == 0:
+                assert move.distance is None
+            elif captured:
+                assert move.distance == 1
+            else:
+                assert move.distance == 1 + tablebase.distance(child)
+
+
+def test_a_position_outside_the_index_is_answered_by_one_ply(table_dir):
+    position = Position.from_string("1-0-0-0-0-0/1-1-1-1-1-1 S")  # every opponent house occupied
+    with Tablebase(table_dir) as tablebase:
+        value = tablebase.value(position)
+        keeping = [m.distance for m in tablebase.moves(position) if m.value == value]
+        assert tablebase.distance(position) == (None if value == 0 else min(keeping) if value > 0 else max(keeping))
+
+
+def test_best_shows_each_move_s_distance(table_dir):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["best", "2-0-1-0-3-1/0-2-0-1-0-1 S", "--dir", table_dir, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    with Tablebase(table_dir) as tablebase:
+        position = Position.from_string("2-0-1-0-3-1/0-2-0-1-0-1 S")
+        assert data["distance"] == tablebase.distance(position)
+        assert [row["distance"] for row in data["moves"]] == [m.distance for m in tablebase.moves(position)]
+    text = runner.invoke(cli, ["best", "2-0-1-0-3-1/0-2-0-1-0-1 S", "--dir", table_dir]).output
+    assert f"in {data['distance']} plies" in text
