@@ -470,7 +470,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                                             checkpoints=checkpoints, distances=distances)
                         row.update(mode="memory", resumed_at_stage=stats["resumed_at_stage"],
                                    distances="distance_seconds" in stats,
-                                   **{k: v for k, v in stats.items() if k.startswith("distance_")})
+                                   **{k: v for k, v in stats.items() if "distance" in k})
                     else:
                         stats = build_layer_on_disk(seeds, directory, scratch, store, layout, rows, progress=step,
                                                     checkpoint_interval=checkpoint_interval)
