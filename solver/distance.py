@@ -206,7 +206,7 @@ def _start_block(seeds, start, stop, values, flat, starts, use, first, distance,
                 at = (layer + index.LAYER_OFFSET[seeds, seeds - left]
                       + index.row_rank(child_mover, seeds - left, index.ANY_ROW) * index.OPPONENT_ROWS[left]
                       + plan[3 * ROW + house])
-                prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+                prefetch(flat, at)  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
                 where[asked] = at
                 wanted[asked] = -value
                 owners[asked] = rank
@@ -223,7 +223,7 @@ def _start_block(seeds, start, stop, values, flat, starts, use, first, distance,
                 want = -value
             else:
                 continue
-            prefetch(flat, at)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+            prefetch(flat, at)  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
             where[asked] = at
             wanted[asked] = want
             owners[asked] = rank
@@ -286,7 +286,7 @@ def _settle_batch(found, told, count, new, cap, values, distance, next_flags, li
         if np.int64(values[found[i]]) == -np.int64(told[i]):
             found[kept] = found[i]
             told[kept] = told[i]
-            prefetch(distance, found[kept])  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
+            prefetch(distance, found[kept])  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
             kept += 1
     settled = 0
     byte = np.uint8(min(new, cap))
@@ -296,7 +296,7 @@ def _settle_batch(found, told, count, new, cap, values, distance, next_flags, li
         if told[i] < 0:  # the parent is ahead: settled by its first keeping child
             if code != UNSETTLED:
                 continue
-            if not compare_and_swap(distance, parent, np.uint8(UNSETTLED), byte):  # type: ignore[call-arg, arg-type]
+            if not compare_and_swap(distance, parent, np.uint8(UNSETTLED), byte):  # type: ignore[call-arg]
                 continue  # another thread settled it this frontier
         else:  # the parent is behind: settled by its last keeping child
             if not COUNTED < code <= COUNTED + ROW:

@@ -273,7 +273,7 @@ class Tablebase:
         else:
             costs = [self._move_distance(expansion, house, captured)
                      for house, captured, move_value in self._move_values(expansion) if move_value == value]
-            found = min(costs) if value > 0 else max(costs)  # type: ignore[type-var]  # a keeping move has a cost
+            found = min(costs) if value > 0 else max(costs)  # a keeping move's child has a value other than 0
         self._check_open()
         return found
 
