@@ -394,7 +394,8 @@ def _layer_reporter(bars, as_json):
             f"layer {row['seeds']:2d}: {row['positions']:>13,} positions  {row['seconds']:8.2f} s  "
             f"{row['positions_per_second'] or 0:>12,.0f} positions/s  peak {row['peak_bytes'] / 2**20:8.0f} MiB"
             + (f"  {row['exit_passes']} exit passes" if row.get("exit_passes", 1) > 1 else "")
-            + (f"  distances {row['distance_seconds']:.2f} s" if row.get("distances") else "")
+            + (f"  distances {row['distance_seconds']:.2f} s" if row.get("distances") else
+               "  without distances (no room for them, or the disk mode)" if row.get("distances") is False else "")
             + (f"  disk mode: {row['slices']} slices{' (stages too)' if row['sliced_stages'] else ''}, "
                f"{row['scratch_bytes'] / 1e9:.2f} GB scratch, "
                f"{(row['disk_bytes_read'] + row['disk_bytes_written']) / 1e9:.2f} GB read and written"

@@ -256,3 +256,17 @@ def test_best_shows_each_move_s_distance(table_dir):
         assert [row["distance"] for row in data["moves"]] == [m.distance for m in tablebase.moves(position)]
     text = runner.invoke(cli, ["best", "2-0-1-0-3-1/0-2-0-1-0-1 S", "--dir", table_dir]).output
     assert f"in {data['distance']} plies" in text
+
+
+def test_a_layer_whose_distances_do_not_fit_the_budget_is_written_with_its_values_alone(tmp_path, monkeypatch):
+    groups = distance.distance_groups
+    monkeypatch.setattr(distance, "distance_groups", lambda n, budget: None if n == 8 else groups(n, budget))
+    rows = []
+    build.build(8, str(tmp_path), report=rows.append)
+    assert [r["distances"] for r in rows] == [True] * 8 + [False]
+    assert not tables.check_distances(str(tmp_path), 8) and tables.check_distances(str(tmp_path), 7)
+    with Tablebase(str(tmp_path)) as tablebase, pytest.raises(MissingDistanceError, match="awele build"):
+        tablebase.distance(Position.from_string("2-0-1-0-3-1/0-0-0-0-0-1 S"))
+    rows.clear()
+    build.build(8, str(tmp_path), report=rows.append)  # still no room: said so, nothing rewritten
+    assert rows[-1]["distances_added"] is False
