@@ -336,10 +336,12 @@ class Tablebase:
         """
         return {m.move: cast(int, m.value) for m in self.moves(position)}  # the tables' values are exact
 
-    def moves(self, position: Position | str) -> list[MoveValue]:
+    def moves(self, position: Position | str, distances: bool = True) -> list[MoveValue]:
         """Every legal move as a MoveValue (letter, seeds captured, exact value
         under the tables' convention, the outcome it leads to under perfect
-        play, or how it ends the game), in sowing order."""
+        play, or how it ends the game, and its distance to conversion), in
+        sowing order. With `distances` False no distance is looked up (each
+        can cost a chunk of a file): every move's is None."""
         position = as_position(position)
         if position.is_over():
             return []
@@ -347,7 +349,6 @@ class Tablebase:
         mine, theirs = position.mover_captured()
         moves = []
         expansion = position.expansion()
-        distances = True
         for house, captured, value in self._move_values(expansion):
             ended = None
             cost = None
@@ -370,12 +371,13 @@ class Tablebase:
         """The letters of the moves that keep the position's value (the tables' convention)."""
         return [m.move for m in best_of(self.moves(position))]
 
-    def game_moves(self, game: Game | Position | str) -> list[MoveValue]:
+    def game_moves(self, game: Game | Position | str, distances: bool = True) -> list[MoveValue]:
         """Every legal move of the game's position with the true repetition
         rule over the game: a move that ends the game, by repeating a position
         of the game (`repeats`: each side takes the seeds on its own side) or
         by 25 seeds or 24-24, is worth what that end gives (rule "true"); every
-        other move is worth its table value (the tables' convention). Raises
+        other move is worth its table value (the tables' convention), with its
+        distance unless `distances` is False (see moves). Raises
         MissingTableError when a layer is missing."""
         game = game if isinstance(game, Game) else Game(as_position(game))
         if game.is_over():
@@ -383,7 +385,7 @@ class Tablebase:
         position = game.position
         seen = {p.key() for p in game.positions}
         moves = []
-        for m in self.moves(position):
+        for m in self.moves(position, distances):
             repeats = position.play(m.move).key() in seen
             if repeats or (m.outcome is not None and m.outcome.reason is not None):
                 game.play(m.move)
@@ -418,7 +420,8 @@ class Tablebase:
         game = game if isinstance(game, Game) else Game(as_position(game))
         if game.is_over():
             raise GameOverError(f"the game is over ({game.end_reason})")
-        candidates = best_of(self.game_moves(game))
+        # No distances looked up: the choice below does not use them yet, and a table answer is on a clock.
+        candidates = best_of(self.game_moves(game, distances=False))
         capturing = [m for m in candidates if m.captured > 0]
         if capturing:
             return capturing[0]
@@ -609,7 +612,7 @@ class Tablebase:
                 break
             current = game.position
             board = tuple(int(x) for x in current.mover_board())
-            moves = self.moves(current)
+            moves = self.moves(current, distances=False)  # the choice below does not use them yet
             best = max(cast(int, m.value) for m in moves)  # the tables' values are exact
             candidates = [m for m in moves if m.value == best]
             if best > 0 and (progress is None or board not in progress or progress_side != current.to_move):

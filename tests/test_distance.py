@@ -270,3 +270,13 @@ def test_a_layer_whose_distances_do_not_fit_the_budget_is_written_with_its_value
     rows.clear()
     build.build(8, str(tmp_path), report=rows.append)  # still no room: said so, nothing rewritten
     assert rows[-1]["distances_added"] is False
+
+
+def test_moves_without_distances_look_none_up(table_dir):
+    position = Position.from_string("2-0-1-0-3-1/0-2-0-1-0-1 S")
+    with Tablebase(table_dir) as tablebase:
+        with_distances = tablebase.moves(position)
+        without = tablebase.moves(position, distances=False)
+        assert any(m.distance is not None for m in with_distances) and all(m.distance is None for m in without)
+        assert [m.value for m in without] == [m.value for m in with_distances]
+        assert tablebase.best_move(position).move in {m.move for m in with_distances if m.value == -1}
