@@ -298,7 +298,7 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
         extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
                "exit_passes": stats["exit_passes"], **({"distance_seconds": found.stats["distance_seconds"]}
                                                        if found else {})},
-        distances=(found.distance, found.overflow) if found else None,
+        distances=distance.for_file(found, store.layer(seeds)) if found else None,
     )
     stats["write_seconds"] = time.perf_counter() - started
     stats["load_seconds"] = load_seconds
@@ -330,7 +330,7 @@ def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, ro
     if found is None:
         return None
     started = time.perf_counter()
-    tables.add_distances(directory, seeds, store.layer(seeds), found.distance, found.overflow,
+    tables.add_distances(directory, seeds, store.layer(seeds), *distance.for_file(found, store.layer(seeds)),
                          extra={"distance_seconds": found.stats["distance_seconds"]})
     return {**found.stats, "write_seconds": time.perf_counter() - started}
 

@@ -217,7 +217,23 @@ class Tablebase:
 
     def _distance_lookup(self, seeds, rank):
         """The distance at (layer, rank) from checked data: None for a value of
-        0; MissingDistanceError when the layer's file holds no distances."""
+        0; MissingDistanceError when the layer's file holds no distances. A
+        position behind (value below 0) is answered by one ply (the files
+        leave its distance out: solver.distance.for_file): 1 + the greatest
+        distance of the quiet moves' children that keep its value, 1 when
+        only a capture keeps it."""
+        from .distance import DERIVE
+
+        found = self._stored_distance(seeds, rank)
+        if found != DERIVE:
+            return found
+        expansion = index.expand(index.unrank(seeds, rank))
+        value = self._lookup(seeds, rank)
+        return max(1 if captured else 1 + self._stored_distance(seeds, int(expansion.child_ranks[house]))
+                   for house, captured, move_value in self._move_values(expansion) if move_value == value)
+
+    def _stored_distance(self, seeds, rank):
+        """The distance at (layer, rank) as its file stores it (distance_at)."""
         from .distance import DISTANCE_CAP, distance_at
 
         self._check_open()

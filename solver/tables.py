@@ -554,7 +554,7 @@ def _check_distance_attributes(handle, path, seeds, values_histogram):
     the byte meanings this package reads, a histogram of the bytes that adds
     up and agrees with the values' (a byte NO_DISTANCE for each value 0) and
     with the overflow rows (one for each byte at the cap)."""
-    from .distance import DISTANCE_CAP, DISTANCE_VERSION, NO_DISTANCE
+    from .distance import DERIVED, DISTANCE_CAP, DISTANCE_VERSION, NO_DISTANCE
 
     attributes = handle.attrs
     for key, wanted in (("distance_version", DISTANCE_VERSION), ("distance_cap", DISTANCE_CAP),
@@ -567,8 +567,8 @@ def _check_distance_attributes(handle, path, seeds, values_histogram):
                                      f"build it again to rewrite its distances")
     counts = attributes.get("distance_histogram")
     if (not isinstance(counts, np.ndarray) or counts.shape != (256,) or counts.dtype.kind not in "iu"
-            or int(counts.sum()) != index.layer_size(seeds) or counts[DISTANCE_CAP + 1 : NO_DISTANCE].any()
-            or counts[DISTANCE_FILL] != 0
+            or int(counts.sum()) != index.layer_size(seeds) or counts[DISTANCE_CAP + 1 : DERIVED].any()
+            or counts[DERIVED] > values_histogram[:seeds].sum() or counts[DISTANCE_FILL] != 0
             or counts[NO_DISTANCE] != values_histogram[seeds]
             or counts[DISTANCE_CAP] != handle[OVERFLOW_DATASET].shape[0]):
         raise CorruptTableError(f"{path}: the distance histogram is missing or does not agree with the values")

@@ -157,15 +157,38 @@ def test_a_layer_without_its_smaller_layers_is_refused():
 
 
 def test_the_built_files_hold_the_distances_the_pass_computes(solved, table_dir):
-    _, found = solved
+    store, found = solved
     for seeds in range(LAYERS + 1):
         stored, overflow = tables.load_distances(table_dir, seeds)
-        assert np.array_equal(stored, found[seeds].distance) and np.array_equal(overflow, found[seeds].overflow)
+        values = store.layer(seeds)
+        derived = (values < 0) & (found[seeds].distance != 0)
+        assert (stored[derived] == distance.DERIVED).all()
+        assert np.array_equal(stored[~derived], found[seeds].distance[~derived]) and overflow.shape == (0, 2)
         assert tables.check_distances(table_dir, seeds)
 
 
-def test_a_folder_of_values_alone_gains_its_distances_without_new_values(tmp_path, solved):
+def test_the_files_leave_out_only_what_one_ply_gives_back(solved):
+    store, _ = solved
+    for seeds in (6, LAYERS):
+        values = store.layer(seeds)
+        capped = layer_distances(seeds, store, cap=3)
+        full = [distance_at(capped.distance, capped.overflow, r, 3) for r in range(values.shape[0])]
+        stored, rows = distance.for_file(capped, values)
+        assert rows[:, 0].tolist() == [r for r, d in enumerate(full) if d is not None and d >= 3 and values[r] > 0]
+        assert (stored[(values < 0) & (stored != 0)] == distance.DERIVED).all()
+        assert [distance_at(stored, rows, r, 3) for r in range(values.shape[0])] == [
+            distance.DERIVE if v < 0 and d != 0 else d for v, d in zip(values, full)]
+
+
+@pytest.mark.parametrize("seeds", [5, 8])
+def test_the_tablebase_gives_back_every_distance_of_a_layer(solved, table_dir, seeds):
     _, found = solved
+    with Tablebase(table_dir) as tablebase:
+        got = [tablebase._distance_lookup(seeds, rank) for rank in range(index.layer_size(seeds))]
+    assert got == distances_of(found, seeds)
+
+
+def test_a_folder_of_values_alone_gains_its_distances_without_new_values(tmp_path, table_dir):
     directory = str(tmp_path)
     build.build(9, directory, distances=False)
     with pytest.raises(MissingDistanceError, match="no distances"):
@@ -183,7 +206,7 @@ def test_a_folder_of_values_alone_gains_its_distances_without_new_values(tmp_pat
     for n in range(10):
         assert np.array_equal(tables.load_values(directory, n), values[n])
         assert tables.table_info(directory, n)["build_seconds"] == before[n]
-        assert np.array_equal(tables.load_distances(directory, n)[0], found[n].distance)
+        assert np.array_equal(tables.load_distances(directory, n)[0], tables.load_distances(table_dir, n)[0])
     rows.clear()
     build.build(9, directory, report=rows.append)
     assert not any(r.get("distances_added") for r in rows)
