@@ -44,8 +44,8 @@ Storage: a byte a position (uint8), ``DISTANCE_CAP`` (240) meaning "240 or
 more", the exact distance of each such position in a small overflow table
 of (rank, distance) rows sorted by rank; NO_DISTANCE (254) where v = 0;
 241..252 and 255 never (255 is the HDF5 fill value). The files store
-DERIVED (253) for a position behind (v < 0) that has a move: its distance
-is one ply of look-up away (for_file).
+DERIVED (253) for every distance the value and at most one ply of look-up
+give back (for_file), and so never 254.
 
 Working memory beside the layer's values (which are in the LayerStore
 already): the distance byte itself, which holds the working state of a
@@ -101,7 +101,7 @@ from .rules import ROW, capture_candidates, legal_mask, play
 
 DISTANCE_CAP = 240  # a stored byte of 240 means "240 or more": the exact distance is in the overflow rows
 COUNTED = 247  # working: a v < 0 position not settled yet holds COUNTED + its keeping quiet children not settled (1..6)
-DERIVED = 253  # in the files, the byte of a position whose value is below 0 and which has a move: one ply away
+DERIVED = 253  # in the files: the distance follows from the value and at most one ply (for_file)
 NO_DISTANCE = 254  # the byte of a position whose value is 0 (no distance)
 DERIVE = -1  # what distance_at answers for a DERIVED byte
 UNSETTLED = 255  # working: a v > 0 position not settled yet; never in finished data (the files' fill value)
@@ -573,11 +573,12 @@ def layer_distances(seeds: int, store: LayerStore, rows: tuple[np.ndarray, ...] 
 
 
 @njit(cache=True)
-def _derive_losers(distance: np.ndarray, values: np.ndarray) -> int:
-    """DERIVED in place of every distance of a position with a value below 0 and a move; returns how many."""
+def _derive(distance: np.ndarray, values: np.ndarray) -> int:
+    """DERIVED in place of every distance for_file leaves out; returns how many."""
     count = 0
     for rank in range(distance.shape[0]):
-        if values[rank] < 0 and distance[rank] != 0:
+        value = values[rank]
+        if value == 0 or (value > 0 and distance[rank] == 1) or (value < 0 and distance[rank] != 0):
             distance[rank] = DERIVED
             count += 1
     return count
@@ -585,14 +586,17 @@ def _derive_losers(distance: np.ndarray, values: np.ndarray) -> int:
 
 def for_file(found: LayerDistances, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The bytes and overflow rows a layer's file stores, made from its
-    distances in place (`found` is spent): a position whose value is below
-    0 and which has a move stores DERIVED, as its distance is one ply away
-    (1 + the greatest distance of the quiet moves' children that keep its
-    value, those children being ahead and stored; 1 when no quiet move
-    keeps it), which halves what the bytes carry (layer 20: deflated, 0.43
-    of the values' size, against 0.97 with every distance). Syzygy's DTZ
-    tables leave out one side in the same spirit."""
-    _derive_losers(found.distance, values)
+    distances in place (`found` is spent). Every byte the value and at most
+    one ply give back is DERIVED: a value of 0 (no distance), a value above
+    0 whose distance is 1 (a capture keeps it), and a value below 0 with a
+    move (1 + the greatest distance of the quiet moves' children that keep
+    it, those children being ahead and so stored or at 1; 1 when no quiet
+    move keeps it). One symbol for all three is what makes the bytes
+    compress: layer 20 deflated takes 0.55 of its values' size so, 0.97
+    with every distance stored (chess's Syzygy DTZ tables leave out one side
+    in the same spirit). What is stored: 0 for no move, the distances of 2
+    or more of the side ahead, its overflow rows."""
+    _derive(found.distance, values)
     rows = found.overflow
     return found.distance, rows[values[rows[:, 0]] > 0] if rows.shape[0] else rows
 

@@ -24,6 +24,7 @@ from numba import njit
 
 from . import index, tables
 from .errors import (
+    CorruptTableError,
     GameOverError,
     InvalidArgumentError,
     InvalidPositionError,
@@ -217,20 +218,34 @@ class Tablebase:
 
     def _distance_lookup(self, seeds, rank):
         """The distance at (layer, rank) from checked data: None for a value of
-        0; MissingDistanceError when the layer's file holds no distances. A
-        position behind (value below 0) is answered by one ply (the files
-        leave its distance out: solver.distance.for_file): 1 + the greatest
-        distance of the quiet moves' children that keep its value, 1 when
-        only a capture keeps it."""
+        0; MissingDistanceError when the layer's file holds no distances.
+        What the files leave out (solver.distance.for_file) comes from the
+        value: None for 0, 1 for a value above 0, and for one below 0 one ply:
+        1 + the greatest distance of the quiet moves' children that keep the
+        value (ahead, so stored or 1), 1 when only a capture keeps it."""
         from .distance import DERIVE
 
         found = self._stored_distance(seeds, rank)
-        if found != DERIVE:
-            return found
-        expansion = index.expand(index.unrank(seeds, rank))
         value = self._lookup(seeds, rank)
-        return max(1 if captured else 1 + self._stored_distance(seeds, int(expansion.child_ranks[house]))
-                   for house, captured, move_value in self._move_values(expansion) if move_value == value)
+        if found != DERIVE:
+            if value == 0 or (value < 0 and found != 0):
+                raise CorruptTableError(f"layer {seeds} in {self.directory}: rank {rank}, worth {value}, "
+                                        f"stores a distance of {found}")
+            return found
+        if value <= 0:
+            if value == 0:
+                return None
+            expansion = index.expand(index.unrank(seeds, rank))
+            return max(1 if captured else 1 + self._ahead_distance(seeds, int(expansion.child_ranks[house]))
+                       for house, captured, move_value in self._move_values(expansion) if move_value == value)
+        return 1
+
+    def _ahead_distance(self, seeds, rank):
+        """The distance of a position whose value is above 0 (its stored one, or 1)."""
+        from .distance import DERIVE
+
+        found = self._stored_distance(seeds, rank)
+        return 1 if found == DERIVE else found
 
     def _stored_distance(self, seeds, rank):
         """The distance at (layer, rank) as its file stores it (distance_at)."""

@@ -385,7 +385,7 @@ def _write_layer(target, seeds, size, values, build_seconds, extra, counts, dist
 
 def _write_distances(handle, target, size, distance, overflow):
     """The distance datasets and attributes of a layer (docs/FORMAT.md)."""
-    from .distance import DISTANCE_CAP, DISTANCE_METRIC, DISTANCE_VERSION, NO_DISTANCE, distance_histogram
+    from .distance import DERIVED, DISTANCE_CAP, DISTANCE_METRIC, DISTANCE_VERSION, distance_histogram
 
     overflow = np.ascontiguousarray(overflow, dtype="<i8").reshape(-1, 2)
     if distance.shape != (size,) or distance.dtype != np.uint8:
@@ -415,7 +415,7 @@ def _write_distances(handle, target, size, distance, overflow):
     attributes["distance_version"] = DISTANCE_VERSION
     attributes["distance_metric"] = np.bytes_(DISTANCE_METRIC.encode())
     attributes["distance_cap"] = DISTANCE_CAP
-    attributes["distance_none"] = NO_DISTANCE
+    attributes["distance_derived"] = DERIVED
     attributes["distance_histogram"] = distance_histogram(distance)
 
 
@@ -552,13 +552,13 @@ DISTANCE_CHECKSUMS = (DISTANCE_DATASET, DISTANCE_CRC_DATASET, DISTANCE_CRC_ATTRI
 def _check_distance_attributes(handle, path, seeds, values_histogram):
     """The distance attributes of a file that has distances: the version and
     the byte meanings this package reads, a histogram of the bytes that adds
-    up and agrees with the values' (a byte NO_DISTANCE for each value 0) and
+    up and agrees with the values' (a byte DERIVED at least for each value 0) and
     with the overflow rows (one for each byte at the cap)."""
     from .distance import DERIVED, DISTANCE_CAP, DISTANCE_VERSION, NO_DISTANCE
 
     attributes = handle.attrs
     for key, wanted in (("distance_version", DISTANCE_VERSION), ("distance_cap", DISTANCE_CAP),
-                        ("distance_none", NO_DISTANCE)):
+                        ("distance_derived", DERIVED)):
         found = attributes.get(key)
         if found is None:
             raise CorruptTableError(f"{path} has distances but no attribute {key!r}")
@@ -568,8 +568,7 @@ def _check_distance_attributes(handle, path, seeds, values_histogram):
     counts = attributes.get("distance_histogram")
     if (not isinstance(counts, np.ndarray) or counts.shape != (256,) or counts.dtype.kind not in "iu"
             or int(counts.sum()) != index.layer_size(seeds) or counts[DISTANCE_CAP + 1 : DERIVED].any()
-            or counts[DERIVED] > values_histogram[:seeds].sum() or counts[DISTANCE_FILL] != 0
-            or counts[NO_DISTANCE] != values_histogram[seeds]
+            or counts[DERIVED] < values_histogram[seeds] or counts[NO_DISTANCE] or counts[DISTANCE_FILL]
             or counts[DISTANCE_CAP] != handle[OVERFLOW_DATASET].shape[0]):
         raise CorruptTableError(f"{path}: the distance histogram is missing or does not agree with the values")
 
@@ -578,7 +577,7 @@ def _check_distance_attributes(handle, path, seeds, values_histogram):
 _REWRITTEN = {"format", "format_version", "rules", "rules_version", "index_scheme", "index_version", "seeds",
               "positions", CRC_ATTRIBUTE, "value_convention", "histogram", "build_seconds", "package_version",
               "created", "complete", DISTANCE_CRC_ATTRIBUTE, OVERFLOW_CRC_ATTRIBUTE, "distance_version",
-              "distance_metric", "distance_cap", "distance_none", "distance_histogram"}
+              "distance_metric", "distance_cap", "distance_derived", "distance_histogram"}
 
 
 def add_distances(directory: str, seeds: int, values: np.ndarray, distance: np.ndarray, overflow: np.ndarray,
