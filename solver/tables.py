@@ -568,7 +568,7 @@ def _check_distance_attributes(handle, path, seeds, values_histogram):
     counts = attributes.get("distance_histogram")
     if (not isinstance(counts, np.ndarray) or counts.shape != (256,) or counts.dtype.kind not in "iu"
             or int(counts.sum()) != index.layer_size(seeds) or counts[DISTANCE_CAP + 1 : DERIVED].any()
-            or counts[DERIVED] < values_histogram[seeds] or counts[NO_DISTANCE] or counts[DISTANCE_FILL]
+            or counts[DERIVED] < values_histogram[seeds] or counts[1] or counts[NO_DISTANCE] or counts[DISTANCE_FILL]
             or counts[DISTANCE_CAP] != handle[OVERFLOW_DATASET].shape[0]):
         raise CorruptTableError(f"{path}: the distance histogram is missing or does not agree with the values")
 
