@@ -31,7 +31,7 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-from . import disk, distributed, index, layer_state, retrograde, tables, verify_layer
+from . import disk, distance, distributed, index, layer_state, retrograde, tables, verify_layer
 from .errors import BuildError, CorruptTableError, TableMismatchError, TableWriteError
 from .layers import LayerStore
 from .plan import (
@@ -229,6 +229,15 @@ def _existing_layer_ok(directory, seeds):
     return True
 
 
+def _existing_distances_ok(directory, seeds):
+    """Whether layer `seeds`' valid file holds distances, every chunk of them
+    checked (tables.check_distances); raises for damaged ones, naming the file."""
+    try:
+        return tables.check_distances(directory, seeds)
+    except (CorruptTableError, TableMismatchError) as error:
+        raise type(error)(f"{error}; delete that file and build again to rebuild it") from None
+
+
 def _load(directory, store, seeds):
     try:
         tables.load_values(directory, seeds, out=store.layer(seeds))
@@ -247,10 +256,12 @@ def _make_room(store, keep, need, budget, working):
 
 
 def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...],
-                progress: Callable | None = None, checkpoints: LayerCheckpoints | None = None) -> dict[str, Any]:
+                progress: Callable | None = None, checkpoints: LayerCheckpoints | None = None,
+                distances: bool = False) -> dict[str, Any]:
     """Solve layer `seeds` in `store` within `budget` and write its file; return
     stats. With `checkpoints`, a state they saved is resumed (no exit passes)
-    and the stages' state is saved as they say (solver.resume)."""
+    and the stages' state is saved as they say (solver.resume). With
+    `distances`, the file holds the layer's distances too (solver.distance)."""
     working = working_bytes(seeds)
     wanted = set(layer_state.exit_layers(seeds))
     # Layers no longer needed by this layer or the next go first; the one just
@@ -276,6 +287,8 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     stats = solver.solve(progress, first_stage=first_stage,
                          after_stage=None if checkpoints is None else checkpoints.after_stage(solver))
     stats["resumed_at_stage"] = first_stage
+    found = _distances(seeds, directory, store, budget, rows) if distances else None
+    stats.update(found.stats if found else {})
     started = time.perf_counter()
     tables.write_table(
         directory,
@@ -283,7 +296,9 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
         store.layer(seeds),
         build_seconds=stats["seconds"],
         extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
-               "exit_passes": stats["exit_passes"]},
+               "exit_passes": stats["exit_passes"], **({"distance_seconds": found.stats["distance_seconds"]}
+                                                       if found else {})},
+        distances=distance.for_file(found, store.layer(seeds)) if found else None,
     )
     stats["write_seconds"] = time.perf_counter() - started
     stats["load_seconds"] = load_seconds
@@ -292,10 +307,40 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     return stats
 
 
-def _warm_up(max_seeds):
+def _distances(seeds, directory, store, budget, rows):
+    """The distances of layer `seeds`, solved in `store` (solver.distance), or None when the budget cannot hold them."""
+    return distance.build_distances(seeds, store, budget, rows, lambda m: _load(directory, store, m),
+                                    lambda keep, need, working: _make_room(store, keep, need, budget, working))
+
+
+def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...]
+                  ) -> dict[str, Any] | None:
+    """Give the file of layer `seeds`, which holds values alone, its distances
+    (its values and smaller layers read, checked, into `store`); return
+    their stats, or None when the budget cannot hold the pass."""
+    if distance.distance_groups(seeds, budget) is None:
+        return None
+    for m in store.layers():
+        if m not in retrograde.exit_layers(seeds) and m not in (seeds, seeds - 1):
+            store.drop(m)
+    if not store.loaded[seeds]:
+        _make_room(store, {seeds}, index.layer_size(seeds), budget, 0)
+        _load(directory, store, seeds)
+    found = _distances(seeds, directory, store, budget, rows)
+    if found is None:
+        return None
+    started = time.perf_counter()
+    tables.add_distances(directory, seeds, store.layer(seeds), *distance.for_file(found, store.layer(seeds)),
+                         extra={"distance_seconds": found.stats["distance_seconds"]})
+    return {**found.stats, "write_seconds": time.perf_counter() - started}
+
+
+def _warm_up(max_seeds, distances=False):
     """Compile (or load from numba's cache) the builder's kernels on small layers
     and a few bytes, and start numba's threads, so that no layer's time includes it."""
-    retrograde.solve_up_to(min(8, max_seeds))
+    store = retrograde.solve_up_to(min(8, max_seeds))
+    if distances:
+        distance.layer_distances(min(8, max_seeds), store)
     tables.fletcher32(np.frombuffer(bytes(2), dtype=np.uint8))  # read-only, as the writer passes it
     tables.byte_histogram(np.zeros(1, dtype=np.int8))
 
@@ -348,7 +393,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
           report: Callable[[dict], None] | None = None, progress: Callable | None = None,
           store: LayerStore | None = None, scratch: str | None = None, leave_out: Iterable[int] = (),
           disk_slices: int | None = None, disk_sliced_stages: bool = False,
-          checkpoint_interval: float = 600.0, checkpoint_dir: str | None = None) -> LayerStore:
+          checkpoint_interval: float = 600.0, checkpoint_dir: str | None = None, distances: bool = True
+          ) -> LayerStore:
     """Build every missing layer 0..max_seeds in order; reuse the valid ones.
 
     `memory` is the budget in bytes (default: available memory less a
@@ -365,6 +411,11 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     and a rerun goes on from the last such state.
     `disk_slices` forces the disk mode, in that many slices, on every layer
     it can take, and `disk_sliced_stages` its stages in slices (tests).
+    With `distances` (the default) each layer's file holds its distances to
+    conversion too (solver.distance), and a valid file that holds values
+    alone gains them, its values read rather than built again; a layer in
+    the disk mode, or one whose distance pass does not fit the budget, is
+    written without (the row's "distances" says so).
 
     report(dict) is called after each layer with: seeds, positions, seconds,
     positions_per_second, peak_bytes, built (False when the file was there),
@@ -391,6 +442,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     with BuildLock(directory), BuildLock(checkpoint_dir) if checkpoint_dir is not None and outside else _no_lock():
         _remove_leftovers(directory)
         missing = [n for n in range(max_seeds + 1) if n not in leave_out and not _existing_layer_ok(directory, n)]
+        undistanced = [n for n in range(max_seeds + 1) if distances and n not in leave_out and n not in missing
+                       and not _existing_distances_ok(directory, n)]
         too_big = [n for n in missing if mode(n, budget) == "too big"]
         if too_big:
             raise BuildError(f"{memory_message(too_big[0], budget)}; the disk mode needs "
@@ -398,8 +451,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
         store = store if store is not None and store.max_seeds >= max_seeds else LayerStore(max_seeds)
         rows = index.RowTables(max_seeds).arrays
         with layer_state.thread_count(threads):
-            if missing:
-                _warm_up(max_seeds)
+            if missing or undistanced:
+                _warm_up(max_seeds, distances)
             for seeds in range(max_seeds + 1):
                 started = time.perf_counter()
                 row: dict[str, Any] = {"seeds": seeds, "positions": index.layer_size(seeds), "built": seeds in missing}
@@ -414,15 +467,18 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                         checkpoints = (LayerCheckpoints(seeds, checkpoint_dir, checkpoint_interval)
                                        if checkpoint_dir else None)
                         stats = build_layer(seeds, directory, store, budget, rows, progress=step,
-                                            checkpoints=checkpoints)
-                        row.update(mode="memory", resumed_at_stage=stats["resumed_at_stage"])
+                                            checkpoints=checkpoints, distances=distances)
+                        row.update(mode="memory", resumed_at_stage=stats["resumed_at_stage"],
+                                   distances="distance_seconds" in stats,
+                                   **{k: v for k, v in stats.items() if "distance" in k})
                     else:
                         stats = build_layer_on_disk(seeds, directory, scratch, store, layout, rows, progress=step,
                                                     checkpoint_interval=checkpoint_interval)
                         if scratch == os.path.join(directory, SCRATCH_NAME):
                             with contextlib.suppress(OSError):
                                 os.rmdir(scratch)  # the default folder goes once empty
-                        row.update(mode="disk", slices=layout["slices"], scratch_bytes=layout["scratch_bytes"],
+                        row.update(mode="disk", distances=False, slices=layout["slices"],
+                                   scratch_bytes=layout["scratch_bytes"],
                                    sliced_stages=layout["sliced_stages"],
                                    resumed_at_stage=stats.get("resumed_at_stage"),
                                    disk_bytes_read=stats["disk_bytes_read"],
@@ -431,6 +487,9 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                                                       "load_seconds", "write_seconds", "exit_lookups",
                                                       "predecessors_told", "stage_accesses")})
                     row["working_bytes"] = stats["working_bytes"]
+                elif seeds in undistanced:
+                    added = add_distances(seeds, directory, store, budget, rows)
+                    row.update(distances=added is not None, distances_added=added is not None, **(added or {}))
                 seconds = time.perf_counter() - started
                 row.update(
                     seconds=seconds,

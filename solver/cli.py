@@ -276,10 +276,14 @@ def _budget(memory, builds=True):
               help="Where layers built in the disk mode keep their working files (default: awele-scratch in --dir).")
 @click.option("--leave-out-47", "leave_out_47", is_flag=True,
               help="Do not build layer 47: no game reaches it (the first capture takes two seeds).")
+@click.option("--no-distance", "no_distance", is_flag=True,
+              help="Write the values alone, without each layer's distances to conversion (a later build without "
+              "this option adds them to the files, reading the values).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per layer.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def build(max_seeds: int, directory: str | None, threads: int | None, memory: str | None, checkpoint_dir: str | None,
-          checkpoint_interval: float, scratch: str | None, leave_out_47: bool, as_json: bool, quiet: bool) -> None:
+          checkpoint_interval: float, scratch: str | None, leave_out_47: bool, no_distance: bool, as_json: bool,
+          quiet: bool) -> None:
     """Build the endgame tables up to N seeds; layers already built are reused.
 
     Each layer takes 1.5 bytes a position while it is built, plus its smaller
@@ -290,7 +294,11 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
 
     Under MPI (`mpiexec -n P awele build ...`, with the mpi extra) every
     process holds a slice of each layer, --memory is each process's budget,
-    and process 0 writes the same files; see docs/CLUSTER.md.
+    and process 0 writes the same files, values alone for now; see docs/CLUSTER.md.
+
+    Each layer's file also holds its distances to conversion (plies to the
+    next capture under play that keeps the value: `awele best` shows them),
+    unless --no-distance; a folder of values alone gains them.
     """
     from . import distributed, tables
 
@@ -305,7 +313,8 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
     if processes == 1:
         check_options()
         _build_here(max_seeds, directory, threads, _budget(memory), as_json, quiet, scratch,
-                    (UNREACHABLE_LAYER,) if leave_out_47 else (), checkpoint_interval, checkpoint_dir)
+                    (UNREACHABLE_LAYER,) if leave_out_47 else (), checkpoint_interval, checkpoint_dir,
+                    distances=not no_distance)
         return
     if scratch is not None or leave_out_47:
         raise UserError("--scratch and --leave-out-47 are for a build in one process")
@@ -377,12 +386,16 @@ def _layer_reporter(bars, as_json):
             click.echo(json.dumps(row))
             return
         if not row["built"]:
-            click.echo(f"layer {row['seeds']:2d}: {row['positions']:>13,} positions  present, checked")
+            added = (f"; distances added in {row['distance_seconds']:.2f} s" if row.get("distances_added")
+                     else "; no room for its distances" if row.get("distances_added") is False else "")
+            click.echo(f"layer {row['seeds']:2d}: {row['positions']:>13,} positions  present, checked{added}")
             return
         line = (
             f"layer {row['seeds']:2d}: {row['positions']:>13,} positions  {row['seconds']:8.2f} s  "
             f"{row['positions_per_second'] or 0:>12,.0f} positions/s  peak {row['peak_bytes'] / 2**20:8.0f} MiB"
             + (f"  {row['exit_passes']} exit passes" if row.get("exit_passes", 1) > 1 else "")
+            + (f"  distances {row['distance_seconds']:.2f} s" if row.get("distances") else
+               "  without distances (no room for them, or the disk mode)" if row.get("distances") is False else "")
             + (f"  disk mode: {row['slices']} slices{' (stages too)' if row['sliced_stages'] else ''}, "
                f"{row['scratch_bytes'] / 1e9:.2f} GB scratch, "
                f"{(row['disk_bytes_read'] + row['disk_bytes_written']) / 1e9:.2f} GB read and written"
@@ -410,7 +423,7 @@ UNREACHABLE_LAYER = 47  # solver.build.UNREACHABLE, without importing the builde
 
 
 def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=None, leave_out=(),
-                checkpoint_interval=600.0, checkpoint_dir=None):
+                checkpoint_interval=600.0, checkpoint_dir=None, distances=True):
     """The build in this process alone."""
     from . import build as builder
     from . import index
@@ -434,7 +447,7 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
     started = time.perf_counter()
     builder.build(max_seeds, directory, threads=threads, memory=budget, report=_layer_reporter(bars, as_json),
                   progress=progress, scratch=scratch, leave_out=leave_out, checkpoint_interval=checkpoint_interval,
-                  checkpoint_dir=checkpoint_dir)
+                  checkpoint_dir=checkpoint_dir, distances=distances)
     if not as_json:
         click.echo(f"done in {time.perf_counter() - started:.1f} s")
 
@@ -751,6 +764,8 @@ def _echo_moves(moves, show_exact):
         value = "?" if m.value is None else f"{m.value:+d}"
         kind = (" exact" if m.exact else " estimate") if show_exact else ""
         capture = f"  captures {m.captured}" if m.captured else ""
+        if m.distance is not None and not m.captured:
+            capture += f"  capture in {m.distance} pl{'y' if m.distance == 1 else 'ies'}"
         click.echo(f"  {mark} {m.move}  {value}{kind}{capture}")
 
 
@@ -995,6 +1010,7 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
         game = _game_of(position, moves)
         value, moves_list, chosen = _interruptible(lambda: (
             tablebase.value(pos), tablebase.moves(pos), tablebase.best_move(game)))
+        distance = _position_distance(tablebase, pos, moves_list)
     predicted = Outcome.predicted(pos, value)
     if as_json:
         rows = move_rows(moves_list)
@@ -1004,6 +1020,7 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
                 "to_move": pos.to_move,
                 "seeds": pos.seeds,
                 "value": value,
+                "distance": distance,
                 "predicted_result": predicted.scores(),
                 "outcome": predicted.winner,
                 "moves": rows,
@@ -1025,10 +1042,20 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
                    "`awele search` applies the game's repetition rule)")
     else:
         click.echo(f"perfect play ends: {predicted.text()}")
+    if distance is not None:
+        click.echo(f"next capture (or end) in {distance} pl{'y' if distance == 1 else 'ies'}, "
+                   f"{'converting as fast' if value > 0 else 'holding out as long'} as {side} can, the value kept")
     _echo_moves(moves_list, show_exact=False)
     if chosen.repeats:
         click.echo(f"perfect play here: {chosen.move}, which repeats a position of the game: "
                    f"{chosen.outcome.text()} by the true rule")
+
+
+def _position_distance(tablebase, pos, moves_list):
+    """The position's distance to conversion, None when its value is 0 or its layer holds no distances."""
+    if not any(m.distance is not None for m in moves_list):
+        return None
+    return tablebase.distance(pos)
 
 
 AweleGroup.aliases["query"] = "best"

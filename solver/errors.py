@@ -37,6 +37,11 @@ class MissingTableError(TableError, KeyError):
         return str(self.args[0]) if self.args else "missing table"
 
 
+class MissingDistanceError(MissingTableError):
+    """A layer whose file has values but no distances to conversion (built
+    with --no-distance, or before distances were written)."""
+
+
 class CorruptTableError(TableError, OSError, ValueError):
     """A table file that is truncated, damaged or fails its checksum. An
     OSError (the file is bad, as python-chess reports it) whose message names

@@ -86,7 +86,7 @@ def exit_value(
 
 
 @njit(cache=True, inline="always")
-def _lowest_bit(bits):
+def lowest_bit(bits):
     """The index of the lowest set bit of a non-zero move mask."""
     return trailing_zeros(np.uint64(bits))  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
 
@@ -95,7 +95,7 @@ PLAN_WORDS = 4 * ROW  # a run's plan for _exit_block: four numbers for each of t
 
 
 @njit(cache=True, inline="always")
-def _plan_run(mover, plan):
+def plan_run(mover, plan):
     """What sowing each house of `mover` does, for every position of a run
     (the ranks sharing that mover row, their opponent rows in rank order):
     plan[h] is REACH[h, seeds of h] (where the last seed lands and what it
@@ -135,7 +135,7 @@ def _exit_block(seeds, lo, start, stop, values, counts, lined, flat, starts, use
     The ranks come in runs that share the mover's row (index.unrank_row):
     what each house's sowing does to that row, where its last seed lands,
     what it adds to the opponent's row and the child's rank part from the
-    sown row are worked out once a run (_plan_run); a position then costs
+    sown row are worked out once a run (plan_run); a position then costs
     its capture tests (the landing house holding 2 or 3 once sown, for all
     houses at once, as rules.capture_candidates does), and a capture the
     chain taken back from the landing house and one row rank. The opponent
@@ -155,7 +155,7 @@ def _exit_block(seeds, lo, start, stop, values, counts, lined, flat, starts, use
         run_stop = min(stop, run_first + run_length)
         opponent_seeds = seeds - row_seeds(mover)
         general = mover == 0 or opponent_seeds == 0
-        moves = 0 if general else _plan_run(mover, plan)
+        moves = 0 if general else plan_run(mover, plan)
         for rank in range(run, run_stop):
             opponent = rows[2][run_start + rank - run_first]
             at_value = value_at(lined, rank - lo)
@@ -176,7 +176,7 @@ def _exit_block(seeds, lo, start, stop, values, counts, lined, flat, starts, use
                 candidates &= mask
             children = MOVES_IN[mask & ~candidates]
             while candidates:
-                house = _lowest_bit(candidates)
+                house = lowest_bit(candidates)
                 candidates &= candidates - 1
                 at = 0
                 if general:

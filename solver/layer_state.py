@@ -318,3 +318,10 @@ def thread_count(threads: int | None) -> Iterator[int]:
         yield numba.get_num_threads()
     finally:
         numba.set_num_threads(previous)
+
+
+@njit(cache=True, inline="always")
+def has_byte(word, byte_pattern):
+    """Whether any byte of `word` equals the byte repeated in `byte_pattern`."""
+    diff = word ^ byte_pattern
+    return ((diff - BYTE_ONES) & ~diff & np.uint64(0x8080808080808080)) != 0

@@ -164,7 +164,7 @@ def disk_plan(seeds: int, budget: int, parts: int | None = None, sliced_stages: 
         room = budget - BASE_BYTES - piece
         if largest > room or (sliced and BASE_BYTES + piece + STAGE_BUFFER_BYTES > budget):
             continue
-        groups = _first_fit(layer_state.exit_layers(seeds), room)
+        groups = first_fit(layer_state.exit_layers(seeds), room)
         # As few exit passes as can be; then, stages in memory, the smallest slices (the least memory and
         # scratch beside the others); sliced stages, the fewest slices (the fewest visits a stage).
         if best is None or len(groups) < len(best[2]) or (len(groups) == len(best[2]) and not sliced):
@@ -211,7 +211,7 @@ def exit_groups(seeds: int, budget: int) -> list[list[int]]:
     pass per group. Raises BuildError when the budget cannot hold the layer."""
     if least_bytes(seeds) > budget:
         raise BuildError(memory_message(seeds, budget))
-    return _first_fit(layer_state.exit_layers(seeds), budget - BASE_BYTES - working_bytes(seeds))
+    return first_fit(layer_state.exit_layers(seeds), budget - BASE_BYTES - working_bytes(seeds))
 
 
 def verify_bytes(seeds: int) -> int:
@@ -233,10 +233,10 @@ def verify_groups(seeds: int, budget: int) -> list[list[int]]:
             f"verifying layer {seeds} needs at least {size_text(BASE_BYTES + verify_bytes(seeds) + largest, up=True)} "
             f"(the layer, two bits a position, its largest smaller layer and the process); "
             f"the memory budget is {size_text(budget)}")
-    return _first_fit(layer_state.exit_layers(seeds), room)
+    return first_fit(layer_state.exit_layers(seeds), room)
 
 
-def _first_fit(layers: list[int], room: int) -> list[list[int]]:
+def first_fit(layers: list[int], room: int) -> list[list[int]]:
     """`layers` in groups of at most `room` bytes (a byte a position), first fit, largest first."""
     groups: list[list[int]] = []
     group_bytes: list[int] = []  # the smaller layers' bytes in each group

@@ -23,7 +23,15 @@ import numpy as np
 from numba import njit
 
 from . import index, tables
-from .errors import GameOverError, InvalidArgumentError, InvalidPositionError, MissingTableError, TablebaseClosedError
+from .errors import (
+    CorruptTableError,
+    GameOverError,
+    InvalidArgumentError,
+    InvalidPositionError,
+    MissingDistanceError,
+    MissingTableError,
+    TablebaseClosedError,
+)
 from .layers import LayerStore, value_packed
 from .position import HOUSE_LETTERS, TOTAL_SEEDS, Game, Position, as_position
 from .report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value
@@ -99,6 +107,10 @@ class Tablebase:
         # answered from a big layer's file) never waits for a layer being read whole.
         self._readers_lock = threading.Lock()
         self._closed = False
+        # Distances to conversion (solver.distance): small layers' read whole, (bytes, overflow rows);
+        # larger ones' read a checked chunk at a time; None for a layer whose file has none.
+        self._distances: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._distance_readers: dict[int, tables.ChunkReader | None] = {}
 
     def __repr__(self) -> str:
         return f"Tablebase({self.directory!r}, layers={self.layers()}, in_memory={self.loaded_layers()})"
@@ -119,6 +131,11 @@ class Tablebase:
             for reader in self._readers.values():
                 reader.close()
             self._readers.clear()
+            for distances in self._distance_readers.values():
+                if distances is not None:
+                    distances.close()
+            self._distance_readers.clear()
+            self._distances.clear()
             # Replaced, never cleared: a kernel still reading the old store in
             # another thread reads whole layers, and its caller then sees _closed.
             self._store = LayerStore(0)
@@ -199,6 +216,105 @@ class Tablebase:
                 reader = self._readers[seeds] = tables.ChunkReader(self.directory, seeds, CACHE_CHUNKS)
         return reader.value(rank)
 
+    def _distance_lookup(self, seeds, rank):
+        """The distance at (layer, rank) from checked data: None for a value of
+        0; MissingDistanceError when the layer's file holds no distances.
+        What the files leave out (solver.distance.for_file) comes from the
+        value: None for 0, 1 for a value above 0, and for one below 0 one ply:
+        1 + the greatest distance of the quiet moves' children that keep the
+        value (ahead, so stored or 1), 1 when only a capture keeps it."""
+        from .distance import DERIVE
+
+        found = self._stored_distance(seeds, rank)
+        value = self._lookup(seeds, rank)
+        if found != DERIVE:
+            if value == 0 or (value < 0 and found != 0):
+                raise CorruptTableError(f"layer {seeds} in {self.directory}: rank {rank}, worth {value}, "
+                                        f"stores a distance of {found}")
+            return found
+        if value <= 0:
+            if value == 0:
+                return None
+            expansion = index.expand(index.unrank(seeds, rank))
+            return max(1 if captured else 1 + self._ahead_distance(seeds, int(expansion.child_ranks[house]))
+                       for house, captured, move_value in self._move_values(expansion) if move_value == value)
+        return 1
+
+    def _ahead_distance(self, seeds, rank):
+        """The distance of a position whose value is above 0 (its stored one, or 1)."""
+        from .distance import DERIVE
+
+        found = self._stored_distance(seeds, rank)
+        return 1 if found == DERIVE else found
+
+    def _stored_distance(self, seeds, rank):
+        """The distance at (layer, rank) as its file stores it (distance_at)."""
+        from .distance import DISTANCE_CAP, distance_at
+
+        self._check_open()
+        if index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
+            with self._lock:
+                self._check_open()
+                if seeds not in self._distances:
+                    try:
+                        self._distances[seeds] = tables.load_distances(self.directory, seeds)
+                    except MissingDistanceError:
+                        self._distances[seeds] = None
+                held = self._distances[seeds]
+            if held is None:
+                raise MissingDistanceError(f"layer {seeds} in {self.directory} has no distances: add them with "
+                                           f"`{tables.build_command(seeds, self.directory)}`")
+            return distance_at(held[0], held[1], rank, DISTANCE_CAP)
+        with self._readers_lock:
+            self._check_open()
+            if seeds not in self._distance_readers:
+                try:
+                    self._distance_readers[seeds] = tables.ChunkReader(self.directory, seeds, CACHE_CHUNKS,
+                                                                       distances=True)
+                except MissingDistanceError:
+                    self._distance_readers[seeds] = None
+            reader = self._distance_readers[seeds]
+        if reader is None:
+            raise MissingDistanceError(f"layer {seeds} in {self.directory} has no distances: add them with "
+                                       f"`{tables.build_command(seeds, self.directory)}`")
+        assert reader.overflow is not None, "a distance reader holds the overflow rows"
+        return distance_at(reader.chunk(rank // tables.CHUNK), reader.overflow, rank, DISTANCE_CAP, rank % tables.CHUNK)
+
+    def distance(self, position: Position | str) -> int | None:
+        """Plies to the next capture or end of the game from `position` when
+        the side ahead converts as fast as it can and the side behind holds
+        out as long as it can, neither giving up any value (solver.distance);
+        None when the value is 0. Raises MissingDistanceError when the layer
+        holds values alone, MissingTableError when it is not built, and
+        GameOverError as value() does.
+
+        A position outside the index (all opponent houses occupied) is
+        answered by one ply: the best cost over the moves that keep its value.
+        """
+        position = as_position(position)
+        _refuse_finished(position)
+        expansion = position.expansion()
+        value = self._expanded_value(expansion)
+        if value == 0:
+            return None
+        if expansion.terminal != NOT_TERMINAL:
+            return 0
+        if expansion.rank >= 0:
+            found = self._distance_lookup(int(expansion.seeds), int(expansion.rank))
+        else:
+            costs = [self._move_distance(expansion, house, captured)
+                     for house, captured, move_value in self._move_values(expansion) if move_value == value]
+            found = min(costs) if value > 0 else max(costs)  # a keeping move's child has a value other than 0
+        self._check_open()
+        return found
+
+    def _move_distance(self, expansion, house, captured):
+        """The cost of a move (1 for a capture, else 1 + the child's distance)."""
+        if captured:
+            return 1
+        child = self._distance_lookup(int(expansion.seeds), int(expansion.child_ranks[house]))
+        return None if child is None else 1 + child
+
     # Values ----------------------------------------------------------------------
 
     def _move_values(self, expansion, known=None):
@@ -251,25 +367,34 @@ class Tablebase:
         """
         return {m.move: cast(int, m.value) for m in self.moves(position)}  # the tables' values are exact
 
-    def moves(self, position: Position | str) -> list[MoveValue]:
+    def moves(self, position: Position | str, distances: bool = True) -> list[MoveValue]:
         """Every legal move as a MoveValue (letter, seeds captured, exact value
         under the tables' convention, the outcome it leads to under perfect
-        play, or how it ends the game), in sowing order."""
+        play, or how it ends the game, and its distance to conversion), in
+        sowing order. With `distances` False no distance is looked up (each
+        can cost a chunk of a file): every move's is None."""
         position = as_position(position)
         if position.is_over():
             return []
         letters = HOUSE_LETTERS[position.to_move]
         mine, theirs = position.mover_captured()
         moves = []
-        for house, captured, value in self._move_values(position.expansion()):
+        expansion = position.expansion()
+        for house, captured, value in self._move_values(expansion):
             ended = None
+            cost = None
+            if distances and value != 0:
+                try:
+                    cost = self._move_distance(expansion, house, captured)
+                except MissingDistanceError:
+                    distances = False  # values alone: no move has a distance
             if mine + captured > TOTAL_SEEDS // 2 or mine + captured == theirs == TOTAL_SEEDS // 2:
                 # The move ends the game by 25 seeds or 24-24: each side takes its own side's seeds.
                 child = position.play(house)
                 result, reason = child.result(), child.terminal_rule()
                 assert result is not None and reason is not None, "the move ends the game"
                 ended = Outcome.ended(result, reason)
-            moves.append(MoveValue.of(position, letters[house], captured, value, outcome=ended))
+            moves.append(MoveValue.of(position, letters[house], captured, value, outcome=ended, distance=cost))
         self._check_open()
         return moves
 
@@ -277,12 +402,13 @@ class Tablebase:
         """The letters of the moves that keep the position's value (the tables' convention)."""
         return [m.move for m in best_of(self.moves(position))]
 
-    def game_moves(self, game: Game | Position | str) -> list[MoveValue]:
+    def game_moves(self, game: Game | Position | str, distances: bool = True) -> list[MoveValue]:
         """Every legal move of the game's position with the true repetition
         rule over the game: a move that ends the game, by repeating a position
         of the game (`repeats`: each side takes the seeds on its own side) or
         by 25 seeds or 24-24, is worth what that end gives (rule "true"); every
-        other move is worth its table value (the tables' convention). Raises
+        other move is worth its table value (the tables' convention), with its
+        distance unless `distances` is False (see moves). Raises
         MissingTableError when a layer is missing."""
         game = game if isinstance(game, Game) else Game(as_position(game))
         if game.is_over():
@@ -290,7 +416,7 @@ class Tablebase:
         position = game.position
         seen = {p.key() for p in game.positions}
         moves = []
-        for m in self.moves(position):
+        for m in self.moves(position, distances):
             repeats = position.play(m.move).key() in seen
             if repeats or (m.outcome is not None and m.outcome.reason is not None):
                 game.play(m.move)
@@ -325,7 +451,8 @@ class Tablebase:
         game = game if isinstance(game, Game) else Game(as_position(game))
         if game.is_over():
             raise GameOverError(f"the game is over ({game.end_reason})")
-        candidates = best_of(self.game_moves(game))
+        # No distances looked up: the choice below does not use them yet, and a table answer is on a clock.
+        candidates = best_of(self.game_moves(game, distances=False))
         capturing = [m for m in candidates if m.captured > 0]
         if capturing:
             return capturing[0]
@@ -516,7 +643,7 @@ class Tablebase:
                 break
             current = game.position
             board = tuple(int(x) for x in current.mover_board())
-            moves = self.moves(current)
+            moves = self.moves(current, distances=False)  # the choice below does not use them yet
             best = max(cast(int, m.value) for m in moves)  # the tables' values are exact
             candidates = [m for m in moves if m.value == best]
             if best > 0 and (progress is None or board not in progress or progress_side != current.to_move):

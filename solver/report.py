@@ -173,7 +173,12 @@ class MoveValue:
     whether that value is exact (else an estimate of a search), the rule it
     holds under, and the outcome it predicts. `value` is None when a search
     had no time for it. `repeats`: playing it repeats a position of the game,
-    which ends the game by the true rule (its value then says what that gives)."""
+    which ends the game by the true rule (its value then says what that gives).
+    `distance`: the move's cost in plies to the next capture or end of the
+    game (solver.distance): 1 for a capture, else 1 + the distance of the
+    position it leads to, where the mover converts as fast as he can if his
+    value is positive and holds out as long as he can if it is negative;
+    None where its value is 0 or the tables hold no distances."""
 
     move: str
     captured: int
@@ -182,16 +187,18 @@ class MoveValue:
     rule: Rule = Rule.SPLIT
     outcome: Outcome | None = None
     repeats: bool = False
+    distance: int | None = None
 
     @classmethod
     def of(cls, position: _Scored, move: str, captured: int, value: int | None, exact: bool = True,
-           rule: Rule | str = Rule.SPLIT, repeats: bool = False, outcome: Outcome | None = None) -> MoveValue:
+           rule: Rule | str = Rule.SPLIT, repeats: bool = False, outcome: Outcome | None = None,
+           distance: int | None = None) -> MoveValue:
         """The record of a move of `position`; its outcome, unless given (a move
         that ends the game: how it ends), predicted from its value."""
         if outcome is None and value is not None:
             outcome = Outcome.predicted(position, value)
         return cls(move, int(captured), None if value is None else int(value), bool(exact), Rule(rule), outcome,
-                   repeats)
+                   repeats, None if distance is None or value == 0 else int(distance))
 
     @property
     def for_mover(self) -> str | None:
@@ -204,7 +211,7 @@ class MoveValue:
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able data: move, captured, value, exact, rule,
         predicted_result ([South, North]), outcome ("win"/"draw"/"loss" for the
-        mover), repeats."""
+        mover), repeats, distance (plies to the next capture or end, or None)."""
         return {
             "move": self.move,
             "captured": self.captured,
@@ -214,6 +221,7 @@ class MoveValue:
             "predicted_result": None if self.outcome is None else self.outcome.scores(),
             "outcome": self.for_mover,
             "repeats": self.repeats,
+            "distance": self.distance,
         }
 
 

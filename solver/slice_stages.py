@@ -27,6 +27,7 @@ from .layer_state import (
     RANK_CHUNK,
     SEED_CHUNK,
     WORK_SLOTS,
+    has_byte,
     hot_kernel,
     order_fingerprint,
     pending,
@@ -34,7 +35,7 @@ from .layer_state import (
     take,
     value_at,
 )
-from .stages import Scratch, claim, flag_fresh, has_byte, seed_value
+from .stages import Scratch, claim, flag_fresh, seed_value
 
 # The stages of a slice (the distributed build), depth first. A process runs
 # each stage as propagate_stage does, on its slice in the lined layout (local

@@ -55,6 +55,7 @@ from .layer_state import (
     SERIAL_SIZE,
     WORK_SLOTS,
     count_at,
+    has_byte,
     hot_kernel,
     order_fingerprint,
     pending,
@@ -87,13 +88,6 @@ def _position_at(rank, current, mover, opponent, seeds, rows):
             current += 1
         return mover, opponent
     return index.unrank_fast(seeds, rank, rows[0], rows[1], rows[2], rows[3])
-
-
-@njit(cache=True, inline="always")
-def has_byte(word, byte_pattern):
-    """Whether any byte of `word` equals the byte repeated in `byte_pattern`."""
-    diff = word ^ byte_pattern
-    return ((diff - BYTE_ONES) & ~diff & np.uint64(0x8080808080808080)) != 0
 
 
 @njit(cache=True, inline="always")

@@ -67,6 +67,15 @@ SLICE = 1 << 24  # positions per read or write call on a whole layer (a multiple
 TEMPORARY_SUFFIX = ".tmp"
 SMALL_LAYER = 1 << 24  # histograms of layers up to this size use numpy (no kernel to load)
 FILE_NAME = re.compile(r"awele-([0-9]{2})\.h5")  # ASCII digits: int() reads any Unicode digit
+# The distances to conversion (solver.distance), optional beside the values: a byte a position chunked and
+# checked as the values are, and the exact distances at the cap or beyond as (rank, distance) rows.
+DISTANCE_DATASET = "distance"
+DISTANCE_CRC_DATASET = "distance_crc32"
+DISTANCE_CRC_ATTRIBUTE = "distance_crc32_crc32"
+OVERFLOW_DATASET = "distance_overflow"
+OVERFLOW_CRC_ATTRIBUTE = "distance_overflow_crc32"
+DISTANCE_FILL = 255  # never a stored distance byte
+DISTANCE_NAMES = (DISTANCE_DATASET, DISTANCE_CRC_DATASET, OVERFLOW_DATASET)
 
 
 def table_path(directory: str | os.PathLike, seeds: int) -> str:
@@ -173,7 +182,8 @@ class _TemporaryFile:
 
 
 def write_table(directory: str, seeds: int, values: Any, build_seconds: float = 0.0,
-                extra: dict[str, Any] | None = None, counts: np.ndarray | None = None) -> str:
+                extra: dict[str, Any] | None = None, counts: np.ndarray | None = None,
+                distances: tuple[np.ndarray, np.ndarray] | None = None) -> str:
     """Write layer `seeds` atomically: an exclusively created temporary file,
     written a slice at a time straight from `values`, then a rename. Its
     chunks are deflated on as many threads as numba has (filtered_chunk).
@@ -181,8 +191,10 @@ def write_table(directory: str, seeds: int, values: Any, build_seconds: float = 
     `values` is an int8 array, or anything with that shape and dtype whose
     slices ``values[start:stop]`` give arrays (a distributed build gathers
     each slice from its processes); `counts`, the value histogram, is then
-    given rather than computed. Raises TableWriteError (naming the file)
-    when the folder cannot take it; nothing is left behind.
+    given rather than computed. `distances`, a layer's distance bytes and
+    overflow rows (solver.distance), are written beside the values.
+    Raises TableWriteError (naming the file) when the folder cannot take
+    it; nothing is left behind.
     """
     size = index.layer_size(seeds)
     if tuple(values.shape) != (size,) or values.dtype != np.int8:
@@ -200,7 +212,7 @@ def write_table(directory: str, seeds: int, values: Any, build_seconds: float = 
             raise
         target = _TemporaryFile(descriptor)
         try:
-            _write_layer(target, seeds, size, values, build_seconds, extra, counts)
+            _write_layer(target, seeds, size, values, build_seconds, extra, counts, distances)
         finally:
             os.close(descriptor)
         if target.error is not None:
@@ -275,7 +287,7 @@ def read_file_nofollow(path: str, limit: int) -> bytes:
 GZIP_LEVEL = 4  # the values dataset's deflate level
 
 
-def filtered_chunk(chunk: int, piece: np.ndarray, offset: int) -> tuple[bytes, int]:
+def filtered_chunk(chunk: int, piece: np.ndarray, offset: int, fill: int = FILL_VALUE) -> tuple[bytes, int]:
     """(chunk `chunk` as HDF5 stores it: its CHUNK values, the last one
     padded with FILL_VALUE, deflated at GZIP_LEVEL, then its Fletcher-32 in
     4 little-endian bytes; the CRC-32 of its values, chunk_crc) for the
@@ -285,7 +297,7 @@ def filtered_chunk(chunk: int, piece: np.ndarray, offset: int) -> tuple[bytes, i
     values = piece[offset : offset + CHUNK]
     crc = chunk_crc(chunk, values)
     if values.shape[0] < CHUNK and chunk > 0:
-        values = np.concatenate([values, np.full(CHUNK - values.shape[0], FILL_VALUE, dtype=np.int8)])
+        values = np.concatenate([values, np.full(CHUNK - values.shape[0], fill, dtype=values.dtype)])
     data = zlib.compress(values, GZIP_LEVEL)  # type: ignore[arg-type]  # an ndarray is a buffer (stubs: 3.12 on)
     return data + struct.pack("<I", fletcher32(np.frombuffer(data, dtype=np.uint8))), crc
 
@@ -317,7 +329,7 @@ def fletcher32(data: np.ndarray) -> int:
     return (np.int64(second) << 16) | np.int64(first)
 
 
-def _write_layer(target, seeds, size, values, build_seconds, extra, counts):
+def _write_layer(target, seeds, size, values, build_seconds, extra, counts, distances=None):
     """The HDF5 file of layer `seeds` into `target` (a file object)."""
     with h5py.File(target, "w", libver=LIBVER) as handle:
         chunks = (size + CHUNK - 1) // CHUNK
@@ -349,6 +361,8 @@ def _write_layer(target, seeds, size, values, build_seconds, extra, counts):
                     dataset.id.write_direct_chunk((number * CHUNK,), data)
                     crcs[number] = crc
         handle.create_dataset(CRC_DATASET, data=crcs)
+        if distances is not None:
+            _write_distances(handle, target, size, *distances)
         attributes = handle.attrs
         fields: dict[str, Any] = dict(expected_attributes(seeds))
         fields.update(
@@ -367,6 +381,42 @@ def _write_layer(target, seeds, size, values, build_seconds, extra, counts):
             # Text as fixed-length bytes: it then lives in the checksummed
             # object header, not in HDF5's unchecked global heap.
             attributes[key] = np.bytes_(value.encode()) if isinstance(value, str) else value
+
+
+def _write_distances(handle, target, size, distance, overflow):
+    """The distance datasets and attributes of a layer (docs/FORMAT.md)."""
+    from .distance import DERIVED, DISTANCE_CAP, DISTANCE_METRIC, DISTANCE_VERSION, distance_histogram
+
+    overflow = np.ascontiguousarray(overflow, dtype="<i8").reshape(-1, 2)
+    if distance.shape != (size,) or distance.dtype != np.uint8:
+        raise ValueError(f"a layer of {size} positions has as many uint8 distances, got {distance.shape} "
+                         f"{distance.dtype}")
+    dataset = handle.create_dataset(DISTANCE_DATASET, shape=(size,), dtype=np.uint8,
+                                    chunks=(min(CHUNK, max(size, 1)),), compression="gzip",
+                                    compression_opts=GZIP_LEVEL, fletcher32=True, fillvalue=DISTANCE_FILL)
+    chunks = (size + CHUNK - 1) // CHUNK
+    crcs = np.zeros(chunks, dtype="<u4")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
+        for start in range(0, size, SLICE):
+            if target.error is not None:
+                raise target.error
+            numbers = range(start // CHUNK, (min(size, start + SLICE) + CHUNK - 1) // CHUNK)
+            piece = np.ascontiguousarray(distance[start : start + SLICE])
+            done = pool.map(filtered_chunk, numbers, repeat(piece), range(0, piece.shape[0], CHUNK),
+                            repeat(DISTANCE_FILL))
+            for number, (data, crc) in zip(numbers, done):
+                dataset.id.write_direct_chunk((number * CHUNK,), data)
+                crcs[number] = crc
+    handle.create_dataset(DISTANCE_CRC_DATASET, data=crcs)
+    handle.create_dataset(OVERFLOW_DATASET, data=overflow)
+    attributes = handle.attrs
+    attributes[DISTANCE_CRC_ATTRIBUTE] = np.uint32(zlib.crc32(crcs.tobytes()))
+    attributes[OVERFLOW_CRC_ATTRIBUTE] = np.uint32(zlib.crc32(overflow.tobytes()))
+    attributes["distance_version"] = DISTANCE_VERSION
+    attributes["distance_metric"] = np.bytes_(DISTANCE_METRIC.encode())
+    attributes["distance_cap"] = DISTANCE_CAP
+    attributes["distance_derived"] = DERIVED
+    attributes["distance_histogram"] = distance_histogram(distance)
 
 
 # What HDF5 (through h5py) raises when it meets damaged metadata: any of these
@@ -492,6 +542,132 @@ def _check_file(handle, path, seeds):
     if int(histogram_found.sum()) != index.layer_size(seeds):
         raise CorruptTableError(f"{path}: the value histogram does not add up to the layer's size")
     _check_records(attributes, path)
+    if DISTANCE_DATASET in handle:
+        _check_distance_attributes(handle, path, seeds, histogram_found)
+
+
+DISTANCE_CHECKSUMS = (DISTANCE_DATASET, DISTANCE_CRC_DATASET, DISTANCE_CRC_ATTRIBUTE)  # chunk_checksums' names
+
+
+def _check_distance_attributes(handle, path, seeds, values_histogram):
+    """The distance attributes of a file that has distances: the version and
+    the byte meanings this package reads, a histogram of the bytes that adds
+    up and agrees with the values' (a byte DERIVED at least for each value 0) and
+    with the overflow rows (one for each byte at the cap)."""
+    from .distance import DERIVED, DISTANCE_CAP, DISTANCE_VERSION, NO_DISTANCE
+
+    attributes = handle.attrs
+    for key, wanted in (("distance_version", DISTANCE_VERSION), ("distance_cap", DISTANCE_CAP),
+                        ("distance_derived", DERIVED)):
+        found = attributes.get(key)
+        if found is None:
+            raise CorruptTableError(f"{path} has distances but no attribute {key!r}")
+        if np.asarray(found).shape != () or found != wanted:
+            raise TableMismatchError(f"{path} has {key} = {found!r}, this awele reads {wanted!r}: "
+                                     f"build it again to rewrite its distances")
+    counts = attributes.get("distance_histogram")
+    if (not isinstance(counts, np.ndarray) or counts.shape != (256,) or counts.dtype.kind not in "iu"
+            or int(counts.sum()) != index.layer_size(seeds) or counts[DISTANCE_CAP + 1 : DERIVED].any()
+            or counts[DERIVED] < values_histogram[seeds] or counts[1] or counts[NO_DISTANCE] or counts[DISTANCE_FILL]
+            or counts[DISTANCE_CAP] != handle[OVERFLOW_DATASET].shape[0]):
+        raise CorruptTableError(f"{path}: the distance histogram is missing or does not agree with the values")
+
+
+# What write_table writes afresh; add_distances keeps every other attribute (the build's records).
+_REWRITTEN = {"format", "format_version", "rules", "rules_version", "index_scheme", "index_version", "seeds",
+              "positions", CRC_ATTRIBUTE, "value_convention", "histogram", "build_seconds", "package_version",
+              "created", "complete", DISTANCE_CRC_ATTRIBUTE, OVERFLOW_CRC_ATTRIBUTE, "distance_version",
+              "distance_metric", "distance_cap", "distance_derived", "distance_histogram"}
+
+
+def add_distances(directory: str, seeds: int, values: np.ndarray, distance: np.ndarray, overflow: np.ndarray,
+                  extra: dict[str, Any] | None = None) -> str:
+    """Write layer `seeds`' file again, atomically, with distances beside its
+    values: `values` are the file's (read and checked: load_values), its
+    build records are kept, `extra` added."""
+    path = table_path(directory, seeds)
+    with open_table(directory, seeds) as handle, damage_guard(path):
+        kept = {key: handle.attrs[key] for key in handle.attrs if key not in _REWRITTEN}
+        build_seconds = recorded(handle.attrs, path, "build_seconds") or 0.0
+        counts = np.asarray(handle.attrs["histogram"], dtype=np.int64)
+    if (histogram(values, seeds) != counts).any():
+        raise ValueError(f"layer {seeds}: the values given are not those of {path}")
+    return write_table(directory, seeds, values, build_seconds, extra={**kept, **(extra or {})}, counts=counts,
+                       distances=(distance, overflow))
+
+
+def has_distances(directory: str | os.PathLike, seeds: int) -> bool:
+    """Whether the file of layer `seeds` holds distances (its header checked)."""
+    path = table_path(directory, seeds)
+    with open_table(directory, seeds) as handle, damage_guard(path):
+        return DISTANCE_DATASET in handle
+
+
+def _overflow_rows(handle, path):
+    """The checked overflow rows (rank, distance) of an open table with distances."""
+    rows = np.ascontiguousarray(handle[OVERFLOW_DATASET][...], dtype="<i8").reshape(-1, 2)
+    stored = np.asarray(handle.attrs.get(OVERFLOW_CRC_ATTRIBUTE, b""))
+    if stored.shape != () or stored.dtype.kind not in "ui" or zlib.crc32(rows.tobytes()) != int(stored):
+        raise CorruptTableError(f"{path}: the distance overflow rows are damaged")
+    from .distance import DISTANCE_CAP
+
+    if rows.shape[0] and ((np.diff(rows[:, 0]) <= 0).any() or rows[:, 0].min() < 0
+                          or rows[:, 0].max() >= handle[DATASET].shape[0] or rows[:, 1].min() < DISTANCE_CAP):
+        raise CorruptTableError(f"{path}: the distance overflow rows are not sorted ranks at the cap or beyond")
+    return rows
+
+
+def load_distances(directory: str | os.PathLike, seeds: int, out: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Layer `seeds`' distance bytes read whole (into `out`, uint8, if given)
+    and its overflow rows, every chunk's checksum verified and the bytes
+    matched against their stored histogram. Raises MissingDistanceError
+    when the file has no distances, CorruptTableError when they are damaged."""
+    from .distance import distance_histogram
+    from .errors import MissingDistanceError
+
+    path = table_path(directory, seeds)
+    with open_table(directory, seeds) as handle, damage_guard(path):
+        if DISTANCE_DATASET not in handle:
+            raise MissingDistanceError(f"{path} has no distances: add them with `{build_command(seeds, directory)}`")
+        dataset = handle[DISTANCE_DATASET]
+        size = dataset.shape[0]
+        distance = np.empty(size, dtype=np.uint8) if out is None else out
+        crcs = chunk_checksums(handle, path, DISTANCE_CHECKSUMS)
+        with _reading_pool() as pool:
+            _read_checked(dataset, path, crcs, 0, distance[:size].view(np.int8), pool)
+        expected = np.asarray(handle.attrs["distance_histogram"])
+        rows = _overflow_rows(handle, path)
+    if (distance_histogram(distance[:size]) != expected).any():
+        raise CorruptTableError(f"{path}: the distances do not match their stored histogram")
+    return distance, rows
+
+
+def check_distances(directory: str | os.PathLike, seeds: int) -> bool:
+    """Whether the file of layer `seeds` holds distances, checked as
+    load_distances checks them, a slice at a time, keeping nothing (False
+    when it has none). Raises as load_distances does for damaged ones."""
+    from .distance import distance_histogram
+
+    path = table_path(directory, seeds)
+    with open_table(directory, seeds) as handle, damage_guard(path):
+        if DISTANCE_DATASET not in handle:
+            return False
+        dataset = handle[DISTANCE_DATASET]
+        size = dataset.shape[0]
+        crcs = chunk_checksums(handle, path, DISTANCE_CHECKSUMS)
+        buffer = np.empty(min(size, SLICE), dtype=np.uint8)
+        found = np.zeros(256, dtype=np.int64)
+        with _reading_pool() as pool:
+            for start in range(0, size, SLICE):
+                piece = buffer[: min(size, start + SLICE) - start]
+                _read_checked(dataset, path, crcs, start, piece.view(np.int8), pool)
+                found += distance_histogram(piece)
+        expected = np.asarray(handle.attrs["distance_histogram"])
+        _overflow_rows(handle, path)
+    if (found != expected).any():
+        raise CorruptTableError(f"{path}: the distances do not match their stored histogram")
+    return True
 
 
 # What a build records of itself and `awele info` or `awele plan` read back: the
@@ -532,7 +708,7 @@ def _check_layout(handle, path, seeds):
     external raw-data file, no virtual dataset over other files). Anything
     else could make the reader answer from another file, or block on one."""
     names = sorted(handle.keys())
-    if names != sorted((DATASET, CRC_DATASET)):
+    if names not in (sorted((DATASET, CRC_DATASET)), sorted((DATASET, CRC_DATASET, *DISTANCE_NAMES))):
         raise CorruptTableError(f"{path} holds {names}, not the datasets of an awele table")
     for name in names:
         link = handle.get(name, getlink=True)
@@ -552,13 +728,41 @@ def _check_layout(handle, path, seeds):
         raise CorruptTableError(f"{path}: the values have filters {filters}, not gzip and Fletcher-32")
     if handle[DATASET].chunks != (min(CHUNK, max(size, 1)),):
         raise CorruptTableError(f"{path}: the values are chunked as {handle[DATASET].chunks}, not as awele writes them")
+    if DISTANCE_DATASET in names:
+        _check_distance_layout(handle, path, size)
 
 
-def chunk_checksums(handle: h5py.File, path: str) -> np.ndarray:
-    """The verified per-chunk CRC-32 array of an open table."""
-    chunks = (handle[DATASET].shape[0] + CHUNK - 1) // CHUNK
-    crcs = np.asarray(handle[CRC_DATASET][...])
-    stored = np.asarray(handle.attrs.get(CRC_ATTRIBUTE, b""))
+def _check_distance_layout(handle, path, size):
+    """_check_layout for the distance datasets: `distance` stored as `values`
+    is, its checksums and the overflow rows contiguous or compact, unfiltered."""
+    distance = handle[DISTANCE_DATASET]
+    plist = distance.id.get_create_plist()
+    filters = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+    if plist.get_layout() != h5py.h5d.CHUNKED or plist.get_external_count():
+        raise CorruptTableError(f"{path}: the distances are not stored as awele writes them (external or virtual?)")
+    if filters != [h5py.h5z.FILTER_DEFLATE, h5py.h5z.FILTER_FLETCHER32]:
+        raise CorruptTableError(f"{path}: the distances have filters {filters}, not gzip and Fletcher-32")
+    if distance.chunks != (min(CHUNK, max(size, 1)),) or distance.shape != (size,) or distance.dtype != np.uint8:
+        raise CorruptTableError(f"{path}: the distances are not a uint8 dataset chunked as awele writes it")
+    for name in (DISTANCE_CRC_DATASET, OVERFLOW_DATASET):
+        plist = handle[name].id.get_create_plist()
+        if plist.get_layout() not in (h5py.h5d.CONTIGUOUS, h5py.h5d.COMPACT) or plist.get_nfilters() or (
+                plist.get_external_count()):
+            raise CorruptTableError(f"{path}: {name!r} is not stored as awele writes it")
+    overflow = handle[OVERFLOW_DATASET]
+    if overflow.ndim != 2 or overflow.shape[1] != 2 or overflow.dtype != np.dtype("<i8"):
+        raise CorruptTableError(f"{path}: the distance overflow rows are not (rank, distance) int64 pairs")
+
+
+def chunk_checksums(handle: h5py.File, path: str, names: tuple[str, str, str] = (DATASET, CRC_DATASET, CRC_ATTRIBUTE)
+                    ) -> np.ndarray:
+    """The verified per-chunk CRC-32 array of an open table (of its values,
+    or with `names` of another chunked dataset: its name, its CRCs' dataset
+    and their CRC's attribute)."""
+    dataset, crc_dataset, crc_attribute = names
+    chunks = (handle[dataset].shape[0] + CHUNK - 1) // CHUNK
+    crcs = np.asarray(handle[crc_dataset][...])
+    stored = np.asarray(handle.attrs.get(crc_attribute, b""))
     if (crcs.shape != (chunks,) or crcs.dtype.kind != "u" or crcs.dtype.itemsize != 4 or stored.shape != ()
             or stored.dtype.kind not in "ui" or zlib.crc32(crcs.astype("<u4").tobytes()) != int(stored)):
         raise CorruptTableError(f"{path}: the chunk checksums are damaged")
@@ -688,16 +892,25 @@ class ChunkReader:
     Safe to share between threads: a lock covers the cache and the HDF5
     handle; a probe after close() raises TablebaseClosedError."""
 
-    def __init__(self, directory: str | os.PathLike, seeds: int, cache_chunks: int = 64) -> None:
+    def __init__(self, directory: str | os.PathLike, seeds: int, cache_chunks: int = 64, distances: bool = False
+                 ) -> None:
         self.path = table_path(directory, seeds)
         self.seeds = seeds
         # HDF5's own chunk cache would only duplicate ours.
         self.handle = open_table(directory, seeds, cache_bytes=0)
         try:
             with damage_guard(self.path):
-                self.dataset = self.handle[DATASET]
+                if distances and DISTANCE_DATASET not in self.handle:
+                    from .errors import MissingDistanceError
+
+                    raise MissingDistanceError(f"{self.path} has no distances: add them with "
+                                               f"`{build_command(seeds, directory)}`")
+                # With `distances`, the reader reads the distance bytes (value() gives a byte) and the overflow rows.
+                self.dataset = self.handle[DISTANCE_DATASET if distances else DATASET]
                 self.size = self.dataset.shape[0]
-                self.crcs = chunk_checksums(self.handle, self.path)
+                self.crcs = chunk_checksums(self.handle, self.path, DISTANCE_CHECKSUMS if distances else (
+                    DATASET, CRC_DATASET, CRC_ATTRIBUTE))
+                self.overflow = _overflow_rows(self.handle, self.path) if distances else None
         except BaseException:
             self.handle.close()
             raise
@@ -717,7 +930,7 @@ class ChunkReader:
         if values is None:
             start = number * CHUNK
             stop = min(self.size, start + CHUNK)
-            values = np.empty(stop - start, dtype=np.int8)
+            values = np.empty(stop - start, dtype=self.dataset.dtype)
             with damage_guard(self.path):
                 self.dataset.read_direct(values, np.s_[start:stop])
             _check_chunks(self.path, self.crcs, number, values)

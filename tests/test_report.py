@@ -78,7 +78,7 @@ def test_a_move_value_renders_one_way():
     record = MoveValue.of(position, "a", captured=0, value=4)
     row = record.as_dict()
     assert row == {"move": "a", "captured": 0, "value": 4, "exact": True, "rule": "split",
-                   "predicted_result": [20, 27], "outcome": "win", "repeats": False}
+                   "predicted_result": [20, 27], "outcome": "win", "repeats": False, "distance": None}
     rows = move_rows([record, MoveValue.of(position, "a", 0, None, exact=False, rule=Rule.TRUE)])
     assert [r["best"] for r in rows] == [True, False] and rows[1]["outcome"] is None
 

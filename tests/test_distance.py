@@ -1,0 +1,304 @@
+"""Distance to conversion (solver.distance): every distance against the naive
+reference, lines that follow the distances, the overflow rows, the files and
+the read side."""
+
+import json
+import math
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from naive import naive_legal_moves, naive_play, naive_terminal_value
+from naive_distance import naive_distances
+
+from solver import Position, build, distance, index, retrograde, tables
+from solver.cli import cli
+from solver.distance import DISTANCE_CAP, NO_DISTANCE, distance_at, layer_distances
+from solver.errors import CorruptTableError, MissingDistanceError
+from solver.probe import Tablebase
+
+NAIVE_LAYERS = 8  # every position against the naive reference in the default run; 9 and 10 are marked slow
+LAYERS = 12
+
+
+@pytest.fixture(scope="module")
+def solved():
+    store = retrograde.solve_up_to(LAYERS)
+    found = {n: layer_distances(n, store) for n in range(LAYERS + 1)}
+    return store, found
+
+
+def board_values(store, seeds):
+    """{board tuple: d} of layer `seeds` of `store`."""
+    boards = index.layer_boards(seeds, 0, index.layer_size(seeds))
+    return dict(zip((tuple(int(x) for x in b) for b in boards), (int(v) for v in store.layer(seeds))))
+
+
+def layer_dicts(store, seeds):
+    return [board_values(store, n) for n in range(seeds + 1)]
+
+
+def distances_of(found, seeds, cap=DISTANCE_CAP):
+    """[distance or None] of layer `seeds` in rank order."""
+    layer = found[seeds]
+    return [distance_at(layer.distance, layer.overflow, rank, cap) for rank in range(index.layer_size(seeds))]
+
+
+def check_against_naive(store, found, seeds):
+    layers = layer_dicts(store, seeds)
+    reference = naive_distances(seeds, layers)
+    boards = index.layer_boards(seeds, 0, index.layer_size(seeds))
+    got = distances_of(found, seeds)
+    wrong = [(tuple(int(x) for x in b), d, reference[tuple(int(x) for x in b)])
+             for b, d in zip(boards, got) if reference[tuple(int(x) for x in b)] != d]
+    assert wrong[:10] == []
+    assert not any(d == math.inf for d in reference.values()), "a value other than 0 without a finite distance"
+
+
+@pytest.mark.parametrize("seeds", range(NAIVE_LAYERS + 1))
+def test_every_distance_matches_the_naive_reference(solved, seeds):
+    store, found = solved
+    check_against_naive(store, found, seeds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seeds", [9, 10])
+def test_every_distance_matches_the_naive_reference_to_layer_10(seeds):
+    store = retrograde.solve_up_to(seeds)
+    check_against_naive(store, {seeds: layer_distances(seeds, store)}, seeds)
+
+
+def lookup(store, found, board):
+    """(value, distance) of a board in the index."""
+    seeds = sum(board)
+    rank = index.rank(np.array(board, dtype=np.uint8))
+    layer = found[seeds]
+    return int(store.layer(seeds)[rank]), distance_at(layer.distance, layer.overflow, rank)
+
+
+@settings(max_examples=300, deadline=None)
+@given(seeds=st.integers(1, LAYERS), fraction=st.floats(0, 1, exclude_max=True))
+def test_a_line_following_the_distances_converts_in_exactly_that_many_plies(solved, seeds, fraction):
+    """From a position with v != 0, the side ahead plays a keeping move of
+    least cost and the side behind one of greatest cost: the line keeps the
+    value at every ply and reaches a capture or an end of the game in
+    exactly the distance's plies."""
+    store, found = solved
+    rank = int(fraction * index.layer_size(seeds))
+    board = tuple(int(x) for x in index.unrank(seeds, rank))
+    value, start = lookup(store, found, board)
+    if value == 0:
+        assert start is None
+        return
+    plies = 0
+    while True:
+        assert plies <= start
+        if naive_terminal_value(board) is not None:
+            assert naive_terminal_value(board) == value
+            break
+        options = []
+        for house in naive_legal_moves(board):
+            captured, child = naive_play(board, house)
+            child_value, child_distance = lookup(store, found, child)
+            if captured - child_value == value:
+                options.append((1 if captured else 1 + child_distance, captured, child, child_value))
+        assert options, "no move keeps the value"
+        cost, captured, child, child_value = (min if value > 0 else max)(options, key=lambda o: o[0])
+        _, here = lookup(store, found, board)
+        assert cost == here
+        plies += 1
+        if captured:
+            break
+        assert child_value == -value
+        board, value = child, child_value
+    assert plies == start
+
+
+@pytest.mark.parametrize("cap", [2, 3, 5])
+def test_a_low_cap_moves_the_long_distances_to_the_overflow_rows_and_changes_none(solved, cap):
+    store, found = solved
+    for seeds in range(LAYERS + 1):
+        capped = layer_distances(seeds, store, cap=cap)
+        exact = distances_of(found, seeds)
+        assert [distance_at(capped.distance, capped.overflow, r, cap) for r in range(len(exact))] == exact
+        over = [r for r, d in enumerate(exact) if d is not None and d >= cap]
+        assert capped.overflow[:, 0].tolist() == over
+        assert (capped.distance[over] == cap).all() and capped.distance.max() <= NO_DISTANCE
+    assert any(layer_distances(n, store, cap=2).overflow.shape[0] for n in range(LAYERS + 1))
+
+
+def test_the_bytes_say_none_exactly_where_the_value_is_0(solved):
+    store, found = solved
+    for seeds in range(LAYERS + 1):
+        values, bytes_ = store.layer(seeds), found[seeds].distance
+        assert ((bytes_ == NO_DISTANCE) == (values == 0)).all()
+        assert (bytes_ != distance.UNSETTLED).all()
+
+
+def test_one_and_two_threads_give_the_same_distances(solved):
+    store, found = solved
+    for threads in (1, 2):
+        again = layer_distances(LAYERS, store, threads=threads)
+        assert np.array_equal(again.distance, found[LAYERS].distance)
+        assert np.array_equal(again.overflow, found[LAYERS].overflow)
+
+
+def test_a_layer_without_its_smaller_layers_is_refused():
+    store = retrograde.solve_up_to(6)
+    store.drop(3)
+    with pytest.raises(ValueError, match="need layers"):
+        layer_distances(6, store)
+
+
+# Files ---------------------------------------------------------------------------
+
+
+def test_the_built_files_hold_the_distances_the_pass_computes(solved, table_dir):
+    store, found = solved
+    for seeds in range(LAYERS + 1):
+        stored, overflow = tables.load_distances(table_dir, seeds)
+        values, full = store.layer(seeds), found[seeds].distance
+        derived = (values == 0) | ((values > 0) & (full == 1)) | ((values < 0) & (full != 0))
+        assert (stored[derived] == distance.DERIVED).all()
+        assert np.array_equal(stored[~derived], found[seeds].distance[~derived]) and overflow.shape == (0, 2)
+        assert tables.check_distances(table_dir, seeds)
+
+
+def test_the_files_leave_out_only_what_one_ply_gives_back(solved):
+    store, _ = solved
+    for seeds in (6, LAYERS):
+        values = store.layer(seeds)
+        capped = layer_distances(seeds, store, cap=3)
+        full = [distance_at(capped.distance, capped.overflow, r, 3) for r in range(values.shape[0])]
+        stored, rows = distance.for_file(capped, values)
+        assert rows[:, 0].tolist() == [r for r, d in enumerate(full) if d is not None and d >= 3 and values[r] > 0]
+        assert [distance_at(stored, rows, r, 3) for r in range(values.shape[0])] == [
+            distance.DERIVE if v == 0 or (v > 0 and d == 1) or (v < 0 and d != 0) else d for v, d in zip(values, full)]
+
+
+@pytest.mark.parametrize("seeds", [5, 8])
+def test_the_tablebase_gives_back_every_distance_of_a_layer(solved, table_dir, seeds):
+    _, found = solved
+    with Tablebase(table_dir) as tablebase:
+        got = [tablebase._distance_lookup(seeds, rank) for rank in range(index.layer_size(seeds))]
+    assert got == distances_of(found, seeds)
+
+
+def test_a_folder_of_values_alone_gains_its_distances_without_new_values(tmp_path, table_dir):
+    directory = str(tmp_path)
+    build.build(9, directory, distances=False)
+    with pytest.raises(MissingDistanceError, match="no distances"):
+        tables.load_distances(directory, 9)
+    with Tablebase(directory) as tablebase:
+        position = Position.from_string("2-0-1-0-3-1/0-2-0-0-0-0 S")
+        with pytest.raises(MissingDistanceError):
+            tablebase.distance(position)
+        assert all(m.distance is None for m in tablebase.moves(position))
+    before = {n: tables.table_info(directory, n)["build_seconds"] for n in range(10)}
+    values = {n: tables.load_values(directory, n) for n in range(10)}
+    rows = []
+    build.build(9, directory, report=rows.append)
+    assert [r["distances_added"] for r in rows] == [True] * 10 and not any(r["built"] for r in rows)
+    for n in range(10):
+        assert np.array_equal(tables.load_values(directory, n), values[n])
+        assert tables.table_info(directory, n)["build_seconds"] == before[n]
+        assert np.array_equal(tables.load_distances(directory, n)[0], tables.load_distances(table_dir, n)[0])
+    rows.clear()
+    build.build(9, directory, report=rows.append)
+    assert not any(r.get("distances_added") for r in rows)
+
+
+def test_a_damaged_distance_chunk_is_refused_by_the_reader_and_the_build(tmp_path):
+    directory = str(tmp_path)
+    build.build(8, directory)
+    path = tables.table_path(directory, 8)
+    with h5py.File(path, "r+") as handle:  # HDF5 writes the chunk again with valid filters: only the CRC sees it
+        stored = handle["distance"][0]
+        handle["distance"][0] = (stored + 1) % 200
+    with pytest.raises(CorruptTableError, match="chunk 0 fails its CRC-32"):
+        tables.load_distances(directory, 8)
+    with pytest.raises(CorruptTableError, match="delete that file"):
+        build.build(8, directory)
+
+
+def test_build_without_distances_from_the_command_line(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["build", "--max-seeds", "6", "--dir", str(tmp_path), "--no-distance", "--json"])
+    assert result.exit_code == 0, result.output
+    assert not tables.check_distances(str(tmp_path), 6)
+    result = runner.invoke(cli, ["build", "--max-seeds", "6", "--dir", str(tmp_path)])
+    assert result.exit_code == 0 and "distances added" in result.output
+    assert tables.check_distances(str(tmp_path), 6)
+
+
+# Read side -----------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(seeds=st.integers(1, LAYERS), fraction=st.floats(0, 1, exclude_max=True), south=st.booleans())
+def test_the_tablebase_answers_every_distance_and_every_move_cost(solved, table_dir, seeds, fraction, south):
+    _, found = solved
+    rank = int(fraction * index.layer_size(seeds))
+    board = [int(x) for x in index.unrank(seeds, rank)]
+    if south:
+        position = Position.from_string(f"{'-'.join(map(str, board[:6]))}/{'-'.join(map(str, board[6:]))} S")
+    else:
+        position = Position.from_string(f"{'-'.join(map(str, board[6:]))}/{'-'.join(map(str, board[:6]))} N")
+    with Tablebase(table_dir) as tablebase:
+        assert tablebase.distance(position) == distance_at(found[seeds].distance, found[seeds].overflow, rank)
+        for move in tablebase.moves(position):
+            child, captured = position.play_capture(move.move)
+            if move.value == 0:
+                assert move.distance is None
+            elif captured:
+                assert move.distance == 1
+            else:
+                assert move.distance == 1 + tablebase.distance(child)
+
+
+def test_a_position_outside_the_index_is_answered_by_one_ply(table_dir):
+    position = Position.from_string("1-0-0-0-0-0/1-1-1-1-1-1 S")  # every opponent house occupied
+    with Tablebase(table_dir) as tablebase:
+        value = tablebase.value(position)
+        keeping = [m.distance for m in tablebase.moves(position) if m.value == value]
+        assert tablebase.distance(position) == (None if value == 0 else min(keeping) if value > 0 else max(keeping))
+
+
+def test_best_shows_each_move_s_distance(table_dir):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["best", "2-0-1-0-3-1/0-2-0-1-0-1 S", "--dir", table_dir, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    with Tablebase(table_dir) as tablebase:
+        position = Position.from_string("2-0-1-0-3-1/0-2-0-1-0-1 S")
+        assert data["distance"] == tablebase.distance(position)
+        assert [row["distance"] for row in data["moves"]] == [m.distance for m in tablebase.moves(position)]
+    text = runner.invoke(cli, ["best", "2-0-1-0-3-1/0-2-0-1-0-1 S", "--dir", table_dir]).output
+    assert f"in {data['distance']} plies" in text
+
+
+def test_a_layer_whose_distances_do_not_fit_the_budget_is_written_with_its_values_alone(tmp_path, monkeypatch):
+    groups = distance.distance_groups
+    monkeypatch.setattr(distance, "distance_groups", lambda n, budget: None if n == 8 else groups(n, budget))
+    rows = []
+    build.build(8, str(tmp_path), report=rows.append)
+    assert [r["distances"] for r in rows] == [True] * 8 + [False]
+    assert not tables.check_distances(str(tmp_path), 8) and tables.check_distances(str(tmp_path), 7)
+    with Tablebase(str(tmp_path)) as tablebase, pytest.raises(MissingDistanceError, match="awele build"):
+        tablebase.distance(Position.from_string("2-0-1-0-3-1/0-0-0-0-0-1 S"))
+    rows.clear()
+    build.build(8, str(tmp_path), report=rows.append)  # still no room: said so, nothing rewritten
+    assert rows[-1]["distances_added"] is False
+
+
+def test_moves_without_distances_look_none_up(table_dir):
+    position = Position.from_string("2-0-1-0-3-1/0-2-0-1-0-1 S")
+    with Tablebase(table_dir) as tablebase:
+        with_distances = tablebase.moves(position)
+        without = tablebase.moves(position, distances=False)
+        assert any(m.distance is not None for m in with_distances) and all(m.distance is None for m in without)
+        assert [m.value for m in without] == [m.value for m in with_distances]
+        assert tablebase.best_move(position).move in {m.move for m in with_distances if m.value == -1}
