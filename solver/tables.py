@@ -967,6 +967,11 @@ def table_info(directory: str | os.PathLike, seeds: int, full: bool = False) -> 
             version = attributes.get("package_version", b"")
             info["package_version"] = version.decode(errors="replace") if isinstance(version, bytes) else str(version)
             chunk_checksums(handle, path)
+            # The values' and the distances' compressed bytes apart (the file's
+            # whole size adds HDF5's index and the checksum tables).
+            info["value_bytes"] = int(handle[DATASET].id.get_storage_size())
+            info["distance_bytes"] = (int(handle[DISTANCE_DATASET].id.get_storage_size())
+                                      if DISTANCE_DATASET in handle else None)
         info["bytes"] = os.path.getsize(path)
         info["bytes_per_position"] = info["bytes"] / max(1, info["positions"])
         if full:
