@@ -75,7 +75,7 @@ def test_every_cut_into_slices_and_groups_gives_the_same_layer(table_dir, tmp_pa
     assert stats["disk_bytes_written"] == len(groups) * state * retrograde.LINE
     assert _digest(tables.load_values(directory, 13)) == HASHES[13]
     assert build.verify(directory, 13, memory=2 << 30)[0] == 0
-    assert not os.listdir(os.path.join(directory, build.SCRATCH_NAME))
+    assert os.listdir(os.path.join(directory, build.SCRATCH_NAME)) in ([], [build.LOCK_NAME])
 
 
 def _killed_build(directory, seeds, steps, parts=3, sliced=False, interval=600.0):
@@ -92,7 +92,7 @@ def test_a_build_killed_at_any_step_resumes_there_and_loses_nothing(table_dir, t
     killed = _killed_build(directory, 13, steps)
     assert killed.returncode == -9, killed.stderr
     scratch = os.path.join(directory, build.SCRATCH_NAME)
-    journal = json.load(open(disk.journal_path(scratch, 13)))
+    journal = disk.read_journal(disk.journal_path(scratch, 13))
     assert sum(done >= 0 for done in journal["done"]) == steps  # one slice recorded a step
     assert not os.path.exists(tables.table_path(directory, 13))
     # What a kill in the middle of the next step leaves: a partial slice file and a journal's temporary.
@@ -128,7 +128,7 @@ def test_stages_in_slices_give_the_same_layer(table_dir, tmp_path, parts, groups
     stats = _on_disk(directory, 10, layout)
     assert stats["sliced_stages"] and stats["stage_visits"] >= parts and stats["updates_sent"] > 0
     assert _digest(tables.load_values(directory, 10)) == HASHES[10]
-    assert not os.listdir(os.path.join(directory, build.SCRATCH_NAME))
+    assert os.listdir(os.path.join(directory, build.SCRATCH_NAME)) in ([], [build.LOCK_NAME])
 
 
 @pytest.mark.parametrize("steps", [5, 40])
@@ -136,7 +136,7 @@ def test_a_build_killed_in_its_sliced_stages_resumes_at_the_last_visit(table_dir
     directory = _copy_layers(table_dir, tmp_path / "db", range(10))
     assert _killed_build(directory, 10, steps, sliced=True).returncode == -9
     scratch = os.path.join(directory, build.SCRATCH_NAME)
-    journal = json.load(open(disk.journal_path(scratch, 10)))
+    journal = disk.read_journal(disk.journal_path(scratch, 10))
     assert journal["sliced"] and journal["stage"] is not None and journal["visits"] > 0
     build.build(10, directory, threads=1, disk_slices=3, disk_sliced_stages=True)
     assert _digest(tables.load_values(directory, 10)) == HASHES[10]
@@ -148,7 +148,7 @@ def test_a_build_killed_in_its_stages_resumes_at_the_last_stage_checkpoint(table
     # 3 steps for the exits (3 slices, 1 group), then a checkpoint after every stage: killed after the second.
     assert _killed_build(directory, 13, 5, interval=0.0).returncode == -9
     scratch = os.path.join(directory, build.SCRATCH_NAME)
-    journal = json.load(open(disk.journal_path(scratch, 13)))
+    journal = disk.read_journal(disk.journal_path(scratch, 13))
     assert journal["checkpoint"][2] == 11 and journal["files"] == [None, None, None]
     # Killed right after the record: the checkpoint it replaced is still there, for the rerun to remove.
     assert sorted(name for name in os.listdir(scratch) if name.endswith(".lines")) == [
@@ -160,18 +160,69 @@ def test_a_build_killed_in_its_stages_resumes_at_the_last_stage_checkpoint(table
     assert not os.path.exists(scratch)
 
 
-def test_a_damaged_slice_file_is_refused_not_used(table_dir, tmp_path):
+def _damage(path, how, elsewhere):
+    """Damage scratch file `path` as `how` says; `elsewhere` is a file outside the scratch folder."""
+    if how == "a byte flipped":
+        with open(path, "r+b") as handle:
+            handle.seek(100)
+            byte = handle.read(1)
+            handle.seek(100)
+            handle.write(bytes([byte[0] ^ 1]))
+    elif how == "truncated":
+        os.truncate(path, os.path.getsize(path) // 2)
+    elif how == "emptied":
+        os.truncate(path, 0)
+    elif how == "a byte appended":
+        with open(path, "ab") as handle:
+            handle.write(b"x")
+    elif how == "deleted":
+        os.remove(path)
+    elif how == "replaced by a link":
+        shutil.copy(path, elsewhere)
+        os.remove(path)
+        os.symlink(elsewhere, path)
+    elif how == "replaced by a dangling link":
+        os.remove(path)
+        os.symlink(elsewhere + ".nowhere", path)
+
+
+@pytest.mark.parametrize("how", ["a byte flipped", "truncated", "emptied", "a byte appended", "deleted",
+                                 "replaced by a link", "replaced by a dangling link"])
+def test_a_damaged_missing_or_planted_slice_file_starts_the_layer_over(table_dir, tmp_path, capfd, how):
+    """Never stuck (issue 54): the layer starts over in one line naming the
+    file, nothing planted is followed, and the layer is right."""
     directory = _copy_layers(table_dir, tmp_path / "db", range(13))
     assert _killed_build(directory, 13, 2).returncode == -9
     scratch = os.path.join(directory, build.SCRATCH_NAME)
-    with open(disk.slice_path(scratch, 13, 0, 3, 0), "r+b") as handle:
-        handle.seek(100)
-        byte = handle.read(1)
-        handle.seek(100)
-        handle.write(bytes([byte[0] ^ 1]))
-    with pytest.raises(BuildError, match="does not match its CRC-32"):
+    path = disk.slice_path(scratch, 13, 0, 3, 0)
+    elsewhere = str(tmp_path / "outside.lines")
+    _damage(path, how, elsewhere)
+    kept = open(elsewhere, "rb").read() if os.path.exists(elsewhere) else None
+    capfd.readouterr()
+    build.build(13, directory, threads=1, disk_slices=3)
+    said = [line for line in capfd.readouterr().err.splitlines() if line.startswith("awele: ")]
+    assert len(said) == 1 and path in said[0] and "layer 13 starts over" in said[0], said
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]
+    assert not os.path.exists(scratch)
+    if kept is not None:
+        assert open(elsewhere, "rb").read() == kept  # the link's target neither removed nor written
+
+
+def test_a_folder_planted_at_a_scratch_files_name_is_one_line(table_dir, tmp_path):
+    directory = _copy_layers(table_dir, tmp_path / "db", range(13))
+    assert _killed_build(directory, 13, 2).returncode == -9
+    scratch = os.path.join(directory, build.SCRATCH_NAME)
+    path = disk.slice_path(scratch, 13, 0, 3, 0)
+    os.remove(path)
+    os.makedirs(os.path.join(path, "inside"))
+    with pytest.raises(BuildError) as caught:
         build.build(13, directory, threads=1, disk_slices=3)
-    assert not os.path.exists(tables.table_path(directory, 13))
+    assert path in str(caught.value) and "is a folder" in str(caught.value) and "\n" not in str(caught.value)
+    assert os.path.isdir(os.path.join(path, "inside"))  # left as it was
+    os.rmdir(os.path.join(path, "inside"))
+    os.rmdir(path)
+    build.build(13, directory, threads=1, disk_slices=3)  # removed as it says: the build goes on
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]
 
 
 def test_a_full_scratch_disk_stops_in_one_line_and_the_rerun_resumes(table_dir, tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from solver import build, resume, tables
+from solver import build, disk, resume, tables
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "data", "layer_sha256.json")) as handle:
@@ -41,7 +41,7 @@ def test_a_build_killed_between_stages_resumes_at_its_checkpoint(tmp_path):
     killed = _awele(*args, env={resume.KILL_VARIABLE: "11:4"})
     assert killed.returncode == -9
     assert not os.path.exists(tables.table_path(directory, 11)) and os.path.exists(tables.table_path(directory, 10))
-    journal = json.load(open(resume.journal_path(checkpoints, 11)))
+    journal = disk.read_journal(resume.journal_path(checkpoints, 11))
     assert _files(checkpoints) == sorted(["awele-11.memory.json", journal["file"]])
     assert journal["stage"] == 11 - 4  # after stages 11, 10, 9 and 8: stage 7 is next
     resumed = _awele(*args, "--json")
@@ -57,7 +57,7 @@ def test_a_damaged_checkpoint_is_removed_and_the_layer_starts_over(tmp_path):
     directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
     args = _args(directory, checkpoints, 10)
     assert _awele(*args, env={resume.KILL_VARIABLE: "10:3"}).returncode == -9
-    state = os.path.join(checkpoints, json.load(open(resume.journal_path(checkpoints, 10)))["file"])
+    state = os.path.join(checkpoints, disk.read_journal(resume.journal_path(checkpoints, 10))["file"])
     with open(state, "r+b") as handle:
         handle.seek(100)
         byte = handle.read(1)
@@ -75,7 +75,7 @@ def test_what_a_kill_during_a_checkpoint_leaves_is_swept(tmp_path):
     directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
     args = _args(directory, checkpoints, 10)
     assert _awele(*args, env={resume.KILL_VARIABLE: "10:2"}).returncode == -9
-    journal = json.load(open(resume.journal_path(checkpoints, 10)))
+    journal = disk.read_journal(resume.journal_path(checkpoints, 10))
     # A kill while the next checkpoint was written: its partial file and a journal's temporary.
     open(os.path.join(checkpoints, "awele-10.memory-stage-03.lines"), "wb").write(b"partial")
     open(resume.journal_path(checkpoints, 10) + f"{tables.TEMPORARY_SUFFIX}-12345", "wb").write(b"{")
