@@ -332,3 +332,149 @@ def test_the_exits_hold_one_slice_at_a_time(table_dir, tmp_path, monkeypatch):
     # stages all three; no slice the exits worked on is alive at any read.
     assert len(passed) == 6 and alive_at_reads == [0] * 5
     assert _digest(tables.load_values(directory, 10)) == HASHES[10]
+
+
+# Journals edited, as a hostile user would (issue 54): data, not orders. ---------------------------
+
+
+def _rewrite_journal(path, edit):
+    """Edit the journal at `path` with edit(body), its CRC-32 made right again
+    (what an attacker who read docs/DISK.md does): only the checks of its
+    content, and the check of the layer, stand between it and a wrong table."""
+    body = disk.read_journal(path)
+    edit(body)
+    with open(path, "wb") as handle:
+        handle.write(disk.encode_journal(body))
+
+
+def _rebuilt_right(directory, capfd, *args, **kwargs):
+    """Build layer 13 again; its hash is the recorded one, and what stderr said."""
+    capfd.readouterr()
+    build.build(13, directory, threads=1, disk_slices=3, *args, **kwargs)
+    said = [line for line in capfd.readouterr().err.splitlines() if line.startswith("awele: ")]
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]
+    assert not os.path.exists(os.path.join(directory, build.SCRATCH_NAME))
+    return said
+
+
+def _set(key, value):
+    return lambda body: body.__setitem__(key, value)
+
+
+def _checkpoint_stage(value, rename=False):
+    """The stage of the stages' checkpoint set to `value`; with `rename`, its file renamed to match (consistently)."""
+    def edit(body):
+        body["checkpoint"][2] = value
+        if rename:
+            body["checkpoint"][0] = f"awele-13.stage-{value:02d}.lines"
+    return edit
+
+
+@pytest.mark.parametrize("label, edit, renamed", [
+    ("stage 11 -> 3", _checkpoint_stage(3), None),
+    ("stage 11 -> 3, its file renamed", _checkpoint_stage(3, True), 3),
+    ("stage 11 -> 1, its file renamed", _checkpoint_stage(1, True), 1),
+    ("stage 11 -> 12, its file renamed", _checkpoint_stage(12, True), 12),
+    ("stage 0", _checkpoint_stage(0), None),
+    ("stage -1", _checkpoint_stage(-1), None),
+    ("stage 500", _checkpoint_stage(500), None),
+    ("stage '9'", _checkpoint_stage("9"), None),
+    ("stage 1.5", _checkpoint_stage(1.5), None),
+    ("stage true", _checkpoint_stage(True), None),
+    ("checkpoint missing", lambda body: body.pop("checkpoint"), None),
+    ("checkpoint a number", _set("checkpoint", 7), None),
+    ("files a number", _set("files", 3), None),
+    ("files holding a list", _set("files", [["a"], None, None]), None),
+    ("files missing", lambda body: body.pop("files"), None),
+    ("inbox missing", lambda body: body.pop("inbox"), None),
+    ("inbox a string", _set("inbox", "x"), None),
+    ("done as text", _set("done", "000"), None),
+    ("done too short", _set("done", [0, 0]), None),
+    ("done holding booleans", _set("done", [True, True, True]), None),
+    ("an unknown field", _set("extra", 1), None),
+    ("seeds 14", _set("seeds", 14), None),
+])
+def test_a_stages_checkpoint_journal_edited_starts_the_layer_over_or_resumes_right(table_dir, tmp_path, capfd,
+                                                                                     label, edit, renamed):
+    directory = _copy_layers(table_dir, tmp_path / "db", range(13))
+    assert _killed_build(directory, 13, 5, interval=0.0).returncode == -9  # the checkpoint before stage 11
+    scratch = os.path.join(directory, build.SCRATCH_NAME)
+    path = disk.journal_path(scratch, 13)
+    if renamed is not None:
+        os.rename(os.path.join(scratch, "awele-13.stage-11.lines"), os.path.join(scratch, f"awele-13.stage-"
+                                                                                          f"{renamed:02d}.lines"))
+    _rewrite_journal(path, edit)
+    said = _rebuilt_right(directory, capfd, checkpoint_interval=0.0)
+    if renamed == 12:  # stage 12 resolved nothing in this layer: going on from there is as right (stage_fits)
+        assert said == [], said
+    else:
+        assert len(said) == 1 and "layer 13" in said[0] and "starts over" in said[0], said
+
+
+@pytest.mark.parametrize("target", ["../awele-12.h5", "ABSOLUTE", "awele-12.h5", "",
+                                    "awele-13.slice-1-of-3.group-0.lines/.."])
+def test_a_journal_naming_a_file_outside_its_own_never_removes_it(table_dir, tmp_path, capfd, target):
+    directory = _copy_layers(table_dir, tmp_path / "db", range(13))
+    assert _killed_build(directory, 13, 1).returncode == -9  # slice 0 through its group: slices 1, 2 not done
+    scratch = os.path.join(directory, build.SCRATCH_NAME)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me")
+    table = tables.table_path(directory, 12)
+    before = open(table, "rb").read()
+    name = str(victim) if target == "ABSOLUTE" else target
+
+    def edit(body):
+        body["files"][1] = name
+        body["done"][1] = 0
+
+    _rewrite_journal(disk.journal_path(scratch, 13), edit)
+    said = _rebuilt_right(directory, capfd)
+    assert len(said) == 1 and "is not valid" in said[0] and "starts over" in said[0], said
+    assert victim.read_bytes() == b"keep me" and open(table, "rb").read() == before
+
+
+def _sliced_killed(directory, steps=60):
+    assert _killed_build(directory, 13, steps, sliced=True).returncode == -9
+    return os.path.join(directory, build.SCRATCH_NAME)
+
+
+def _drop_an_inbox_entry(body):
+    part = next(p for p, entries in enumerate(body["inbox"]) if entries)
+    body["inbox"][part].pop()
+
+
+@pytest.mark.parametrize("label, edit", [
+    ("stage lowered by 2", lambda body: body.__setitem__("stage", body["stage"] - 2)),
+    ("stage raised by 1", lambda body: body.__setitem__("stage", body["stage"] + 1)),
+    ("an inbox entry dropped", _drop_an_inbox_entry),
+    ("seeds_at zeroed", lambda body: body.__setitem__("seeds_at", [0, 0, 0])),
+    ("seeds_at and need_seed zeroed", lambda body: body.update(seeds_at=[0, 0, 0], need_seed=[False] * 3)),
+    ("need_seed all set", lambda body: body.__setitem__("need_seed", [True] * 3)),
+    ("an updates file's count halved", lambda body: body["inbox"][0][0].__setitem__(2, body["inbox"][0][0][2] // 2)),
+])
+def test_sliced_stages_with_their_journal_edited_still_write_the_right_layer(table_dir, tmp_path, capfd, label, edit):
+    """The edits a CRC cannot catch (its CRC made right again): what the
+    journal says of the stages is derived again from the slices, and the
+    resumed layer is checked whole before its table is written."""
+    directory = _copy_layers(table_dir, tmp_path / "db", range(13))
+    scratch = _sliced_killed(directory)
+    _rewrite_journal(disk.journal_path(scratch, 13), edit)
+    said = _rebuilt_right(directory, capfd, disk_sliced_stages=True)
+    assert len(said) <= 1, said
+
+
+def test_an_updates_file_with_a_byte_flipped_starts_the_layer_over_not_a_crash(table_dir, tmp_path, capfd):
+    directory = _copy_layers(table_dir, tmp_path / "db", range(13))
+    scratch = _sliced_killed(directory)
+    name = next(entry[0] for entries in disk.read_journal(disk.journal_path(scratch, 13))["inbox"]
+                for entry in entries)
+    with open(os.path.join(scratch, name), "r+b") as handle:
+        handle.seek(7)  # the top byte of the first update: a rank far outside its slice
+        handle.write(b"\x7f")
+    code = ("from solver import build\n"
+            f"build.build(13, {directory!r}, threads=1, disk_slices=3, disk_sliced_stages=True)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr  # not -11 (a segmentation fault)
+    said = [line for line in done.stderr.splitlines() if line.startswith("awele: ")]
+    assert len(said) == 1 and name in said[0] and "CRC-32" in said[0], said
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]

@@ -6,6 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import zlib
+
+import pytest
 
 from solver import build, disk, resume, tables
 
@@ -91,3 +94,105 @@ def test_a_process_budget_too_small_is_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "needs" in result.stderr
     assert tables.built_layers(str(tmp_path)) == []
+
+
+# Checkpoint journals edited, folders planted (issue 54) ---------------------------------------------
+
+
+def _said(result):
+    return [line for line in result.stderr.splitlines() if line.startswith("awele: ")]
+
+
+def _killed_at_a_checkpoint(tmp_path, seeds=11, count=4):
+    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
+    args = _args(directory, checkpoints, seeds)
+    assert _awele(*args, env={resume.KILL_VARIABLE: f"{seeds}:{count}"}).returncode == -9
+    return directory, checkpoints, args
+
+
+def _rewrite(path, edit):
+    body = disk.read_journal(path)
+    edit(body)
+    with open(path, "wb") as handle:
+        handle.write(disk.encode_journal(body))
+
+
+def _stage(value, rename=False):
+    def edit(body):
+        if rename:
+            folder = os.path.dirname(body["__path"])
+            os.rename(os.path.join(folder, body["file"]), os.path.join(folder, resume.checkpoint_name(11, value)))
+            body["file"] = resume.checkpoint_name(11, value)
+        body.pop("__path")
+        body["stage"] = value
+    return edit
+
+
+@pytest.mark.parametrize("label, edit", [
+    ("stage 7 -> 5", _stage(5)),
+    ("stage 7 -> 5, its file renamed", _stage(5, True)),
+    ("stage 7 -> 2, its file renamed", _stage(2, True)),
+    ("stage 7 -> 9, its file renamed", _stage(9, True)),
+    ("stage 0", _stage(0)),
+    ("stage -3", _stage(-3)),
+    ("stage 1.5", _stage(1.5)),
+    ("stage true", _stage(True)),
+    ("stage 200", _stage(200)),
+    ("stage 'x'", _stage("x")),
+    ("file a number", lambda body: body.update(file=3) or body.pop("__path")),
+    ("file a list", lambda body: body.update(file=["a"]) or body.pop("__path")),
+    ("file ../awele-10.h5", lambda body: body.update(file="../awele-10.h5") or body.pop("__path")),
+    ("file an absolute path", lambda body: body.update(file=body["__path"] + ".victim") or body.pop("__path")),
+    ("exit_passes -1", lambda body: body.update(exit_passes=-1) or body.pop("__path")),
+    ("a field missing", lambda body: body.pop("crc32") and body.pop("__path")),
+])
+def test_an_edited_checkpoint_journal_never_gives_a_wrong_layer(tmp_path, label, edit):
+    directory, checkpoints, args = _killed_at_a_checkpoint(tmp_path)
+    path = resume.journal_path(checkpoints, 11)
+    victim = path + ".victim"
+    with open(victim, "w") as handle:
+        handle.write("keep me")
+    ten = open(tables.table_path(directory, 10), "rb").read()
+    _rewrite(path, lambda body: (body.__setitem__("__path", path), edit(body)))
+    rerun = _awele(*args, "--json", timeout=900)
+    assert rerun.returncode == 0, rerun.stderr
+    rows = [json.loads(line) for line in rerun.stdout.splitlines()]
+    said = _said(rerun)
+    if label == "stage 7 -> 9, its file renamed":  # stages 9 and 8 resolved nothing here: as right from there
+        assert [r["resumed_at_stage"] for r in rows if r["built"]] in ([9], [None]), said
+    else:
+        assert [r["resumed_at_stage"] for r in rows if r["built"]] == [None], said
+        assert len(said) == 1 and "layer 11 starts over" in said[0] and "scratch" not in said[0], said
+    assert open(victim).read() == "keep me" and open(tables.table_path(directory, 10), "rb").read() == ten
+    assert _files(checkpoints) == ["awele-11.memory.json.victim"]
+    _check_hashes(directory, 11)
+
+
+def test_a_checkpoint_resumed_consistently_wrong_is_caught_by_the_check_of_the_layer(tmp_path):
+    """An attacker who rewrites the state file and its CRC-32 too: nothing in
+    the journal can tell; the check of the resumed layer (whole, for a
+    small layer) before its table is written can, and the layer is built
+    again from the start."""
+    directory, checkpoints, args = _killed_at_a_checkpoint(tmp_path)
+    path = resume.journal_path(checkpoints, 11)
+    body = disk.read_journal(path)
+    state = os.path.join(checkpoints, body["file"])
+    data = bytearray(open(state, "rb").read())
+    moved = 0
+    for line in range(0, len(data), 64):  # resolved values (|v| 8..10) moved one further: as if stage 7 were past
+        for at in range(line, line + 42):
+            value = data[at] - 256 if data[at] > 127 else data[at]
+            if 8 <= abs(value) <= 10 and moved < 1000:
+                data[at] = (value + (1 if value > 0 else -1)) & 0xFF
+                moved += 1
+    assert moved == 1000
+    with open(state, "wb") as handle:
+        handle.write(data)
+    body["crc32"] = zlib.crc32(bytes(data))
+    with open(path, "wb") as handle:
+        handle.write(disk.encode_journal(body))
+    rerun = _awele(*args, "--json", timeout=900)
+    assert rerun.returncode == 0, rerun.stderr
+    said = _said(rerun)
+    assert len(said) == 1 and "fails its check" in said[0] and "built again from the start" in said[0], said
+    _check_hashes(directory, 11)
