@@ -512,6 +512,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                 _clear_layer_files(n, scratch if scratch_held else None, checkpoint_dir, "its table is written")
         store = store if store is not None and store.max_seeds >= max_seeds else LayerStore(max_seeds)
         rows = index.RowTables(max_seeds).arrays
+        told: list[str] = []  # checkpoints that could not be taken: said once
         with retrograde.thread_count(threads):
             if missing:
                 _warm_up(max_seeds)
@@ -524,7 +525,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                     step = progress and (lambda step, fraction, n=seeds: progress(n, step, fraction))
                     layout = layouts[seeds]
                     if layout is None:
-                        checkpoints = (LayerCheckpoints(seeds, checkpoint_dir, checkpoint_interval)
+                        checkpoints = (LayerCheckpoints(seeds, checkpoint_dir, checkpoint_interval, told)
                                        if checkpoint_dir else None)
                         stats = build_layer(seeds, directory, store, budget, rows, progress=step,
                                             checkpoints=checkpoints)

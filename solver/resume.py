@@ -97,8 +97,9 @@ class LayerCheckpoints:
     link or a folder planted at its name) is not taken: the layer goes on
     without checkpoints, said once in one line."""
 
-    def __init__(self, seeds: int, folder: str, interval: float = 600.0) -> None:
+    def __init__(self, seeds: int, folder: str, interval: float = 600.0, told: list[str] | None = None) -> None:
         self.seeds = seeds
+        self.told = told if told is not None else []  # what was said of this folder: said once a build
         self.folder = folder
         self.interval = interval
         self.last = time.perf_counter()
@@ -207,7 +208,10 @@ class LayerCheckpoints:
     def _give_up(self, why: str) -> None:
         """No more checkpoints of this layer (the last one recorded, if any, stays), said once."""
         self.off = True
-        say(f"{why}: layer {self.seeds} goes on without checkpoints in the checkpoint folder {self.folder}")
+        if not self.told:
+            say(f"{why}: layer {self.seeds} goes on without checkpoints in the checkpoint folder {self.folder} "
+                "(so do the next ones that cannot take one)")
+        self.told.append(why)
 
     def clear(self) -> None:
         """Remove this layer's checkpoint files (its table is written, or it starts over)."""

@@ -196,3 +196,90 @@ def test_a_checkpoint_resumed_consistently_wrong_is_caught_by_the_check_of_the_l
     said = _said(rerun)
     assert len(said) == 1 and "fails its check" in said[0] and "built again from the start" in said[0], said
     _check_hashes(directory, 11)
+
+
+@pytest.mark.parametrize("where", ["the journal", "the next checkpoint"])
+def test_a_folder_planted_at_a_checkpoints_name_is_one_line_and_the_build_goes_on(tmp_path, where):
+    directory, checkpoints, args = _killed_at_a_checkpoint(tmp_path, 11, 2)  # stage 9 recorded
+    planted = (resume.journal_path(checkpoints, 11) if where == "the journal"
+               else os.path.join(checkpoints, resume.checkpoint_name(11, 8)))
+    if where == "the journal":
+        os.remove(planted)
+    os.makedirs(os.path.join(planted, "inside"))
+    rerun = _awele(*args, "--json", timeout=900)
+    assert rerun.returncode == 0 and "Traceback" not in rerun.stderr, rerun.stderr
+    said = _said(rerun)
+    assert 1 <= len(said) <= 2 and all("scratch" not in line and "--scratch" not in line for line in said), said
+    assert any("goes on without checkpoints" in line for line in said), said
+    assert os.path.isdir(os.path.join(planted, "inside"))  # left as it was
+    _check_hashes(directory, 11)
+
+
+def test_a_link_planted_at_a_checkpoints_name_is_neither_followed_nor_refused(tmp_path):
+    directory, checkpoints, args = _killed_at_a_checkpoint(tmp_path, 11, 2)
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    os.symlink(victim, os.path.join(checkpoints, resume.checkpoint_name(11, 8)))
+    rerun = _awele(*args, "--json", timeout=900)
+    assert rerun.returncode == 0, rerun.stderr
+    assert victim.read_text() == "keep me"
+    assert _files(checkpoints) == []  # the link itself removed with the layer's files
+    _check_hashes(directory, 11)
+
+
+def test_a_checkpoint_folder_that_cannot_take_a_checkpoint_builds_on_without(tmp_path, monkeypatch, capfd):
+    """Out of inodes (or of room) for a checkpoint: the layer goes on without,
+    said once, in words about the checkpoint folder only."""
+    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
+    real_open = os.open
+
+    def no_inodes(path, flags, *args, **kwargs):
+        if "memory" in os.path.basename(str(path)) and flags & os.O_CREAT:
+            raise OSError(28, "No space left on device")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_inodes)
+    capfd.readouterr()
+    build.build(11, directory, threads=1, checkpoint_dir=checkpoints, checkpoint_interval=0.0)
+    said = [line for line in capfd.readouterr().err.splitlines() if line.startswith("awele: ")]
+    assert len(said) == 1, said
+    assert all("goes on without checkpoints" in line and "scratch" not in line and "disk mode" not in line
+               for line in said), said
+    monkeypatch.undo()
+    _check_hashes(directory, 11)
+
+
+def test_a_layer_resumed_under_a_budget_that_puts_it_on_disk_leaves_no_checkpoint(tmp_path):
+    from solver import plan
+
+    directory, checkpoints, args = _killed_at_a_checkpoint(tmp_path, 11, 2)
+    budget = plan.least_bytes(11) - 1
+    rerun = _awele(*args, "--memory", str(budget), "--json", timeout=900)
+    assert rerun.returncode == 0, rerun.stderr
+    rows = [json.loads(line) for line in rerun.stdout.splitlines()]
+    assert [r["mode"] for r in rows if r["built"]] == ["disk"]
+    assert _files(checkpoints) == []
+    _check_hashes(directory, 11)
+
+
+def test_a_kill_between_a_tables_rename_and_its_clearing_leaves_nothing_for_good(tmp_path):
+    """What a kill right after a layer's table is written leaves (its
+    checkpoint, its scratch): the next build in those folders removes it."""
+    directory, checkpoints, args = _killed_at_a_checkpoint(tmp_path, 11, 2)
+    kept = {name: open(os.path.join(checkpoints, name), "rb").read() for name in _files(checkpoints)}
+    done = _awele(*args, "--json", timeout=900)
+    assert done.returncode == 0, done.stderr
+    for name, data in kept.items():  # as if killed between the table's rename and the clearing
+        with open(os.path.join(checkpoints, name), "wb") as handle:
+            handle.write(data)
+    scratch = os.path.join(directory, build.SCRATCH_NAME)
+    os.makedirs(scratch)
+    with open(disk.journal_path(scratch, 11), "wb") as handle:
+        handle.write(b"left")
+    with open(os.path.join(scratch, "awele-11.slice-0-of-3.group-0.lines"), "wb") as handle:
+        handle.write(b"left")
+    again = _awele(*args, "--json", timeout=900)
+    assert again.returncode == 0, again.stderr
+    said = _said(again)
+    assert len(said) == 2 and all("its table is written" in line for line in said), said
+    assert _files(checkpoints) == [] and not os.path.exists(scratch)
