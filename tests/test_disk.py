@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import weakref
 
 import numpy as np
@@ -478,3 +479,59 @@ def test_an_updates_file_with_a_byte_flipped_starts_the_layer_over_not_a_crash(t
     said = [line for line in done.stderr.splitlines() if line.startswith("awele: ")]
     assert len(said) == 1 and name in said[0] and "CRC-32" in said[0], said
     assert _digest(tables.load_values(directory, 13)) == HASHES[13]
+
+
+# Locks where the work is (issue 54) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("default", [True, False])
+def test_a_scratch_folder_in_use_is_refused_naming_it_and_its_process(table_dir, tmp_path, default):
+    directory = _copy_layers(table_dir, tmp_path / "db", range(13))
+    scratch = os.path.join(directory, build.SCRATCH_NAME) if default else str(tmp_path / "elsewhere")
+    os.makedirs(scratch)
+    with build.BuildLock(scratch, "scratch folder"):
+        with pytest.raises(BuildError) as caught:
+            build.build(13, directory, threads=1, disk_slices=3, scratch=None if default else scratch)
+        message = str(caught.value)
+        assert f"the scratch folder {scratch} (process {os.getpid()})" in message and "--scratch" in message
+        assert "--dir" not in message
+        build.build(12, directory, threads=1)  # a build that needs no scratch is not held up by it
+    build.build(13, directory, threads=1, disk_slices=3, scratch=None if default else scratch)
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]
+
+
+def test_a_second_build_with_another_dir_and_the_same_default_scratch_is_refused(table_dir, tmp_path):
+    """One build with --dir D1, another with --dir D2 --scratch D1/awele-scratch: they share the scratch folder."""
+    first = _copy_layers(table_dir, tmp_path / "d1", range(13))
+    second = _copy_layers(table_dir, tmp_path / "d2", range(13))
+    scratch = os.path.join(first, build.SCRATCH_NAME)
+    code = ("import sys\nfrom solver import build\n"
+            f"build.build(13, {first!r}, threads=1, disk_slices=3, disk_sliced_stages=True)\n")
+    running = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):
+            if os.path.exists(disk.journal_path(scratch, 13)):
+                break
+            assert running.poll() is None, running.stderr.read()
+            time.sleep(0.1)
+        with pytest.raises(BuildError, match=rf"the scratch folder {scratch} \(process {running.pid}\)"):
+            build.build(13, second, threads=1, disk_slices=3, scratch=scratch)
+    finally:
+        running.wait(600)
+    assert running.returncode == 0
+    assert _digest(tables.load_values(first, 13)) == HASHES[13]
+
+
+@pytest.mark.parametrize("where", ["the tables folder", "a link to the tables folder", "the checkpoint folder"])
+def test_a_scratch_folder_shared_with_another_role_works(table_dir, tmp_path, where):
+    directory = _copy_layers(table_dir, tmp_path / "db", range(13))
+    checkpoints = str(tmp_path / "checkpoints")
+    scratch = {"the tables folder": directory, "the checkpoint folder": checkpoints,
+               "a link to the tables folder": str(tmp_path / "link")}[where]
+    if where == "a link to the tables folder":
+        os.symlink(directory, scratch)
+    build.build(13, directory, threads=1, disk_slices=3, scratch=scratch, checkpoint_dir=checkpoints,
+                checkpoint_interval=0.0)
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]
+    assert sorted(os.listdir(directory)) == sorted([f"awele-{n:02d}.h5" for n in range(14)] + [build.LOCK_NAME])
+    assert os.listdir(checkpoints) == [build.LOCK_NAME]
