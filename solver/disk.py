@@ -209,6 +209,18 @@ def stage_fits(codes: np.ndarray, stage: int) -> bool:
 # Own files: the builder's names only, never a link followed ------------------------
 
 
+def refuse_folders(folder: str, names: list[str], seeds: int) -> None:
+    """BuildError (one line naming it) when one of `names` in `folder` is a
+    folder: planted where the build keeps a file, it can neither be used nor
+    removed (what is in it is not the builder's)."""
+    for name in names:
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                raise BuildError(f"{path} is a folder, where the build of layer {seeds} keeps a file of its own: "
+                                 "remove it and build again")
+
+
 def remove_own(folder: str, names: list[str], seeds: int) -> None:
     """Remove files `names` (the builder's own names, matched by the caller) from
     `folder`: a file, or a link planted there (the link itself, never what it
@@ -220,8 +232,7 @@ def remove_own(folder: str, names: list[str], seeds: int) -> None:
         except FileNotFoundError:
             continue
         if stat.S_ISDIR(mode):
-            raise BuildError(f"{path} is a folder, where the build of layer {seeds} keeps a file of its own: "
-                             "remove it and build again")
+            refuse_folders(folder, [name], seeds)
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)
 
@@ -488,6 +499,7 @@ class DiskLayer:
         a killed step). `resumed` says which."""
         if self.journal:
             return self.journal
+        refuse_folders(self.scratch, self._own_files(), self.seeds)
         path = journal_path(self.scratch, self.seeds)
         journal = None
         try:
