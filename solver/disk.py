@@ -161,7 +161,9 @@ def check_list(value: Any, length: int, what: str) -> list[Any]:
 
 
 def check_keys(journal: dict[str, Any], required: set[str], optional: Iterable[str] = ()) -> None:
-    """ScratchError unless `journal` has every key of `required` and no key outside `optional` besides."""
+    """ScratchError unless `journal` is an object with every key of `required` and no key outside `optional` besides."""
+    if type(journal) is not dict:
+        raise ScratchError(f"it is {_shown(journal)}, not an object")
     missing = sorted(required - set(journal))
     unknown = sorted(set(journal) - required - set(optional))
     if missing:

@@ -348,10 +348,10 @@ def _rewrite_journal(path, edit):
         handle.write(disk.encode_journal(body))
 
 
-def _rebuilt_right(directory, capfd, *args, **kwargs):
+def _rebuilt_right(directory, capfd, **kwargs):
     """Build layer 13 again; its hash is the recorded one, and what stderr said."""
     capfd.readouterr()
-    build.build(13, directory, threads=1, disk_slices=3, *args, **kwargs)
+    build.build(13, directory, threads=1, disk_slices=3, **kwargs)
     said = [line for line in capfd.readouterr().err.splitlines() if line.startswith("awele: ")]
     assert _digest(tables.load_values(directory, 13)) == HASHES[13]
     assert not os.path.exists(os.path.join(directory, build.SCRATCH_NAME))
@@ -535,3 +535,115 @@ def test_a_scratch_folder_shared_with_another_role_works(table_dir, tmp_path, wh
     assert _digest(tables.load_values(directory, 13)) == HASHES[13]
     assert sorted(os.listdir(directory)) == sorted([f"awele-{n:02d}.h5" for n in range(14)] + [build.LOCK_NAME])
     assert os.listdir(checkpoints) == [build.LOCK_NAME]
+
+
+# The journal's validators, alone (issue 54) ---------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from solver.errors import ScratchError  # noqa: E402
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from(["", "../awele-12.h5", "/etc/passwd", "awele-13.h5", "awele-13.slice-0-of-3.group-0.lines",
+                       "awele-13.slice-1-of-3.group-0.lines/..", "awele-13.stage-05.lines", "9", "x", "a/b"])
+    | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=8)
+
+
+def _layer_for_checks(sliced=False):
+    layout = dict(_layout(13, 3, [[11, 10], list(range(10))]), sliced_stages=sliced)
+    return disk.DiskLayer(13, "/nonexistent", None, (), layout, lambda m: None)
+
+
+def _valid_journals():
+    """Journals a build of layer 13 in 3 slices and 2 groups can write: in its exits, at a stages' checkpoint, in
+    sliced stages with updates waiting."""
+    layer = _layer_for_checks()
+    exits = layer._fresh_journal()
+    exits.update(done=[1, 0, -1], files=["awele-13.slice-0-of-3.group-1.lines", "awele-13.slice-1-of-3.group-0.lines",
+                                         None], crc32=[12, 4294967295, 0], exit_lookups=10, exit_seconds=0.5)
+    checkpoint = dict(layer._fresh_journal(), done=[1, 1, 1], checkpoint=["awele-13.stage-07.lines", 99, 7])
+    sliced = _layer_for_checks(True)._fresh_journal()
+    sliced.update(done=[1, 1, 1], files=["awele-13.slice-0-of-3.visit-4.lines", "awele-13.slice-1-of-3.group-1.lines",
+                                         "awele-13.slice-2-of-3.visit-5.lines"], stage=9, visits=6, stage_visits=6,
+                  last=2, seeds_at=[2, 6, 8190], need_seed=[False, True, True],
+                  inbox=[[["awele-13.to-0.visit-5.updates", 7, 100]], [], [["awele-13.to-2.visit-3.updates", 8, 1]]])
+    return [(False, exits), (False, checkpoint), (True, sliced)]
+
+
+def test_valid_journals_pass_and_round_trip_through_their_bytes():
+    for sliced, journal in _valid_journals():
+        _layer_for_checks(sliced).check_journal(journal)
+        assert disk.decode_journal(disk.encode_journal(journal)) == journal
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_any_byte_of_a_journal_changed_is_refused(data):
+    _, journal = data.draw(st.sampled_from(_valid_journals()))
+    raw = bytearray(disk.encode_journal(journal))
+    at = data.draw(st.integers(0, len(raw) - 1))
+    raw[at] = data.draw(st.integers(0, 255).filter(lambda b: b != raw[at]))
+    with pytest.raises(ScratchError):
+        disk.decode_journal(bytes(raw))
+
+
+NAME = r"awele-13\.(slice-[0-2]-of-3\.(group-[01]|visit-[0-9]+)\.lines|stage-[0-9]{2}\.lines|to-[0-2]\.visit-[0-9]+"
+NAME += r"\.updates)"
+
+
+def _holds(journal, sliced):
+    """What any journal check_journal lets through must hold, checked here on its own (a naive restatement)."""
+    import re
+
+    def is_int(value, lo, hi):
+        return type(value) is int and lo <= value <= hi
+
+    assert all(is_int(d, -1, 1) for d in journal["done"]) and len(journal["done"]) == 3
+    assert journal["stage"] is None or (sliced and is_int(journal["stage"], 0, 13))
+    assert all(is_int(c, 0, 2**32 - 1) for c in journal["crc32"]) and len(journal["crc32"]) == 3
+    assert all(is_int(m, 0, 2**14 - 1) and not m & 1 for m in journal["seeds_at"])
+    names = [n for n in journal["files"] if n is not None] + [e[0] for box in journal["inbox"] for e in box]
+    names += [journal["checkpoint"][0]] if "checkpoint" in journal else []
+    assert all(type(n) is str and re.fullmatch(NAME, n) for n in names), names
+    assert all(is_int(e[1], 0, 2**32 - 1) and is_int(e[2], 1, 2**48) for box in journal["inbox"] for e in box)
+    if "checkpoint" in journal:
+        assert is_int(journal["checkpoint"][2], 1, 12) and journal["checkpoint"][0] == (
+            f"awele-13.stage-{journal['checkpoint'][2]:02d}.lines")
+
+
+def _mutate(data, value):
+    """`value` with one random change deep inside: a value replaced, a key or item dropped or added."""
+    if isinstance(value, dict) and value and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(value)))
+        choice = data.draw(st.integers(0, 3))
+        if choice == 0:
+            return {k: v for k, v in value.items() if k != key}
+        if choice == 1:
+            return {**value, data.draw(st.text(max_size=8)): data.draw(JSON_VALUES)}
+        return {**value, key: _mutate(data, value[key])}
+    if isinstance(value, list) and value and data.draw(st.booleans()):
+        at = data.draw(st.integers(0, len(value) - 1))
+        choice = data.draw(st.integers(0, 3))
+        if choice == 0:
+            return value[:at] + value[at + 1:]
+        if choice == 1:
+            return [*value, data.draw(JSON_VALUES)]
+        return value[:at] + [_mutate(data, value[at])] + value[at + 1:]
+    return data.draw(JSON_VALUES)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_journal_changed_anywhere_is_refused_or_still_only_names_the_builders_files(data):
+    sliced, journal = data.draw(st.sampled_from(_valid_journals()))
+    changed = _mutate(data, journal)
+    try:
+        _layer_for_checks(sliced).check_journal(changed)
+    except ScratchError as error:
+        assert "\n" not in str(error)
+        return
+    _holds(changed, sliced)

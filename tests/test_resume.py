@@ -283,3 +283,38 @@ def test_a_kill_between_a_tables_rename_and_its_clearing_leaves_nothing_for_good
     said = _said(again)
     assert len(said) == 2 and all("its table is written" in line for line in said), said
     assert _files(checkpoints) == [] and not os.path.exists(scratch)
+
+
+# The checkpoint journal's validator, alone ----------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from solver.errors import ScratchError  # noqa: E402
+
+VALID = {"seeds": 18, "file": "awele-18.memory-stage-05.lines", "crc32": 123, "stage": 5, "exit_passes": 2,
+         "exit_seconds": 1.5, "exit_lookups": 99}
+ODD = st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats() | st.text(max_size=10) | st.sampled_from(
+    ["../awele-16.h5", "/tmp/x", "awele-18.memory-stage-05.lines", "awele-18.memory-stage-06.lines",
+     "awele-18.h5"]) | st.lists(st.integers(), max_size=2)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.dictionaries(st.sampled_from([*VALID, "extra"]), ODD, max_size=3), st.sets(st.sampled_from(sorted(VALID))))
+def test_a_checkpoint_journal_changed_is_refused_or_names_its_stages_own_file(changes, dropped):
+    journal = {key: value for key, value in {**VALID, **changes}.items() if key not in dropped}
+    try:
+        resume.check_journal(journal, 18)
+    except ScratchError as error:
+        assert "\n" not in str(error)
+        return
+    assert set(journal) == set(VALID) and type(journal["stage"]) is int and 1 <= journal["stage"] <= 17
+    assert journal["file"] == f"awele-18.memory-stage-{journal['stage']:02d}.lines"
+    assert type(journal["crc32"]) is int and 0 <= journal["crc32"] < 2**32
+    assert type(journal["exit_passes"]) is int and journal["exit_passes"] >= 0
+
+
+def test_the_valid_checkpoint_journal_passes():
+    resume.check_journal(dict(VALID), 18)
+    with pytest.raises(ScratchError, match="stage is 18"):
+        resume.check_journal(dict(VALID, stage=18), 18)
