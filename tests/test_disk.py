@@ -30,6 +30,17 @@ def _digest(values):
     return hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()
 
 
+def _mostly_slow(cases, kept):
+    """pytest params of `cases` (tuples whose first item is the label, or labels): those in `kept` run by
+    default, the others with -m slow (each builds layer 13 twice; scripts/hostile.py runs them all too)."""
+    params = []
+    for case in cases:
+        label = case[0] if isinstance(case, tuple) else case
+        marks = () if label in kept else (pytest.mark.slow,)
+        params.append(pytest.param(*(case if isinstance(case, tuple) else (case,)), marks=marks, id=str(label)))
+    return params
+
+
 def _copy_layers(source, target, layers):
     os.makedirs(target, exist_ok=True)
     for seeds in layers:
@@ -187,8 +198,9 @@ def _damage(path, how, elsewhere):
         os.symlink(elsewhere + ".nowhere", path)
 
 
-@pytest.mark.parametrize("how", ["a byte flipped", "truncated", "emptied", "a byte appended", "deleted",
-                                 "replaced by a link", "replaced by a dangling link"])
+@pytest.mark.parametrize("how", _mostly_slow(["a byte flipped", "truncated", "emptied", "a byte appended", "deleted",
+                                               "replaced by a link", "replaced by a dangling link"],
+                                              {"a byte flipped", "replaced by a link"}))
 def test_a_damaged_missing_or_planted_slice_file_starts_the_layer_over(table_dir, tmp_path, capfd, how):
     """Never stuck (issue 54): the layer starts over in one line naming the
     file, nothing planted is followed, and the layer is right."""
@@ -371,7 +383,7 @@ def _checkpoint_stage(value, rename=False):
     return edit
 
 
-@pytest.mark.parametrize("label, edit, renamed", [
+@pytest.mark.parametrize("label, edit, renamed", _mostly_slow([
     ("stage 11 -> 3", _checkpoint_stage(3), None),
     ("stage 11 -> 3, its file renamed", _checkpoint_stage(3, True), 3),
     ("stage 11 -> 1, its file renamed", _checkpoint_stage(1, True), 1),
@@ -394,7 +406,7 @@ def _checkpoint_stage(value, rename=False):
     ("done holding booleans", _set("done", [True, True, True]), None),
     ("an unknown field", _set("extra", 1), None),
     ("seeds 14", _set("seeds", 14), None),
-])
+], {"stage 11 -> 3, its file renamed", "stage 500", "files a number", "checkpoint missing"}))
 def test_a_stages_checkpoint_journal_edited_starts_the_layer_over_or_resumes_right(table_dir, tmp_path, capfd,
                                                                                      label, edit, renamed):
     directory = _copy_layers(table_dir, tmp_path / "db", range(13))
@@ -412,8 +424,9 @@ def test_a_stages_checkpoint_journal_edited_starts_the_layer_over_or_resumes_rig
         assert len(said) == 1 and "layer 13" in said[0] and "starts over" in said[0], said
 
 
-@pytest.mark.parametrize("target", ["../awele-12.h5", "ABSOLUTE", "awele-12.h5", "",
-                                    "awele-13.slice-1-of-3.group-0.lines/.."])
+@pytest.mark.parametrize("target", _mostly_slow(["../awele-12.h5", "ABSOLUTE", "awele-12.h5", "",
+                                                 "awele-13.slice-1-of-3.group-0.lines/.."],
+                                                {"../awele-12.h5", "ABSOLUTE"}))
 def test_a_journal_naming_a_file_outside_its_own_never_removes_it(table_dir, tmp_path, capfd, target):
     directory = _copy_layers(table_dir, tmp_path / "db", range(13))
     assert _killed_build(directory, 13, 1).returncode == -9  # slice 0 through its group: slices 1, 2 not done
@@ -444,7 +457,7 @@ def _drop_an_inbox_entry(body):
     body["inbox"][part].pop()
 
 
-@pytest.mark.parametrize("label, edit", [
+@pytest.mark.parametrize("label, edit", _mostly_slow([
     ("stage lowered by 2", lambda body: body.__setitem__("stage", body["stage"] - 2)),
     ("stage raised by 1", lambda body: body.__setitem__("stage", body["stage"] + 1)),
     ("an inbox entry dropped", _drop_an_inbox_entry),
@@ -452,7 +465,7 @@ def _drop_an_inbox_entry(body):
     ("seeds_at and need_seed zeroed", lambda body: body.update(seeds_at=[0, 0, 0], need_seed=[False] * 3)),
     ("need_seed all set", lambda body: body.__setitem__("need_seed", [True] * 3)),
     ("an updates file's count halved", lambda body: body["inbox"][0][0].__setitem__(2, body["inbox"][0][0][2] // 2)),
-])
+], {"stage lowered by 2", "an inbox entry dropped", "seeds_at zeroed"}))
 def test_sliced_stages_with_their_journal_edited_still_write_the_right_layer(table_dir, tmp_path, capfd, label, edit):
     """The edits a CRC cannot catch (its CRC made right again): what the
     journal says of the stages is derived again from the slices, and the
