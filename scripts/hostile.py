@@ -879,6 +879,24 @@ def build_journals(cases, work):
     judge("resumed under a budget that puts the layer on disk", folder, status, err, lines=(0, 1),
           extra=f"left {left}" if left else "")
 
+    # A checkpoint folder with room but 3-4 free inodes (a tmpfs; skipped where none can be mounted).
+    folder = fresh("few inodes")
+    mount = os.path.join(work, "journal-inodes")
+    os.makedirs(mount, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m,nr_inodes=4", "tmpfs", mount],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        cases.record("build journals: a checkpoint folder with 3-4 free inodes", True,
+                     f"skipped: no tmpfs ({mounted.stderr.strip()})")
+    else:
+        try:
+            status, _, err = module_awele(*memory_args, "--dir", folder, "--checkpoint-dir", mount, timeout=600)
+            wrong_words = [w for w in ("scratch", "disk mode") if w in err]
+            judge("a checkpoint folder with 3-4 free inodes", folder, status, err,
+                  extra=f"speaks of {wrong_words}" if wrong_words else "")
+        finally:
+            subprocess.run(["umount", mount])
+
     # A kill between a table's rename and the clearing of its files: the next build removes them.
     folder, checkpoints, status = memory_killed("kill after rename", count=2)
     kept = {n: open(os.path.join(checkpoints, n), "rb").read() for n in os.listdir(checkpoints)

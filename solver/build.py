@@ -73,8 +73,7 @@ class BuildLock:
     folder", "checkpoint folder"), with the option that gives another one;
     with `remove`, the lock file goes on exit (a folder that is to go once empty)."""
 
-    OPTIONS: ClassVar[dict[str, str]] = {"tables folder": "--dir", "scratch folder": "--scratch",
-                                         "checkpoint folder": "--checkpoint-dir"}
+    OPTIONS: ClassVar[dict[str, str]] = {"scratch folder": "--scratch", "checkpoint folder": "--checkpoint-dir"}
 
     def __init__(self, directory: str, role: str = "tables folder", remove: bool = False) -> None:
         self.path = os.path.join(directory, LOCK_NAME)
@@ -97,10 +96,10 @@ class BuildLock:
             self.descriptor = None
             who = f" (process {holder})" if holder.isdigit() else ""
             folder = os.path.dirname(self.path) or "."
-            where = folder if self.role == "tables folder" else f"the {self.role} {folder}"
-            raise BuildError(f"another awele build is running in {where}{who}; wait for it to finish or "
-                             f"{'build in another --dir' if self.role == 'tables folder' else 'give another '}"
-                             f"{'' if self.role == 'tables folder' else self.OPTIONS[self.role]}") from None
+            where, advice = (folder, "build in another --dir") if self.role == "tables folder" else (
+                f"the {self.role} {folder}", f"give another {self.OPTIONS[self.role]}")
+            raise BuildError(f"another awele build is running in {where}{who}; wait for it to finish or {advice}") \
+                from None
         os.ftruncate(self.descriptor, 0)
         os.pwrite(self.descriptor, f"{os.getpid()}\n".encode(), 0)
         return self
