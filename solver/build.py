@@ -9,7 +9,8 @@ Layers stay in memory from one layer to the next while the budget holds
 them, so a build that fits reads nothing back.
 
 One build at a time per folder: a lock file (``.awele-build.lock``) held
-with flock for the build's life. A layer whose file exists and checks out is
+with flock for the build's life, in the tables folder and in the scratch
+and checkpoint folders the build works in. A layer whose file exists and checks out is
 reused, so a killed build resumes at the first layer it had not written.
 """
 

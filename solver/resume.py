@@ -8,10 +8,15 @@ every `interval` seconds, as the disk mode saves its stages in memory
 `awele-NN.memory.json` naming it with its CRC-32, the stage to go on from and
 the exits' figures; only then is the previous checkpoint removed. A rerun of
 the same build finds the journal, reads the state back (checking the CRC-32)
-and goes on at the next stage, without the exit passes; a checkpoint that
-is damaged is removed and the layer starts over. A checkpoint that
-does not fit beside the last one on the disk is not taken (the last one
-stays), and the layer's files go once its table is written.
+and goes on at the next stage, without the exit passes. The journal is
+data, not orders (as the disk mode's, solver.disk): its CRC-32 and schema
+checked, its file the exact name of its stage's checkpoint, the stage
+checked against the state (stage_fits); a journal or a checkpoint that
+fails is removed and the layer starts over, in one line, and the layer
+resumed is checked before its table is written (solver.build). A
+checkpoint that does not fit beside the last one on the disk is not taken
+(the last one stays), one that cannot be written at all lets the layer go
+on without, and the layer's files go once its table is written.
 """
 
 from __future__ import annotations
