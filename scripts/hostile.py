@@ -4,8 +4,8 @@ Ctrl-C, and the Python API on the same damaged files.
 
     python scripts/hostile.py [--source databases] [--flips 8] [--only NAME]
 
-(`--only "engine inputs"` needs no tables: it builds layers 0..10 itself;
-`--only "read side"` neither: it builds 0..16; CI runs both from
+(`--only "engine inputs"`, `--only "read side"` and `--only "build journals"` need
+no tables: they build layers 0..10, 0..16 and 0..12 themselves; CI runs them from
 tests/test_hostile.py.)
 
 Layers 0..14 are copied from --source into a temporary folder (the source is
@@ -617,6 +617,333 @@ def mpi_cases(cases, work):
             first.wait()
 
 
+# Build side (issue 54): journals, scratch files and checkpoints are data, not orders --------------
+# (cases of the builder's working files; the read side's cases are elsewhere in this file)
+
+JOURNAL_LAYER = 13  # built in the disk mode (16 slices) under a budget just below its need, or its stages in slices
+
+
+def _layer_right(directory, seeds):
+    """Whether layer `seeds` in `directory` hashes as recorded (tests/data/layer_sha256.json)."""
+    import hashlib
+
+    from solver import tables
+
+    with open(os.path.join(ROOT, "tests", "data", "layer_sha256.json")) as handle:
+        recorded = json.load(handle)["sha256"][str(seeds)]
+    try:
+        values = tables.load_values(directory, seeds)
+    except Exception as error:  # a missing or bad table is the case's failure, said
+        return f"layer {seeds}: {type(error).__name__}: {error}"
+    return "" if hashlib.sha256(values.tobytes()).hexdigest() == recorded else f"layer {seeds} WRONG"
+
+
+def _said(err):
+    return [line for line in err.splitlines() if line.startswith("awele: ")]
+
+
+def _rewrite_journal(path, edit):
+    """The journal at `path` edited by edit(body), its CRC-32 made right again."""
+    from solver import disk
+
+    body = disk.read_journal(path)
+    edit(body)
+    with open(path, "wb") as handle:
+        handle.write(disk.encode_journal(body))
+
+
+SLICED_BUILD = """
+import sys
+from solver import build
+build.build({seeds}, sys.argv[1], threads=1, disk_slices=3, disk_sliced_stages=True)
+"""
+
+
+def build_journals(cases, work):
+    """The disk mode's journal and the in-memory checkpoints' journal edited
+    field by field (their CRC-32 made right again), scratch files damaged or
+    planted, kills between a table's rename and its clearing, two builds on
+    one scratch folder: every case ends in a layer that hashes as recorded,
+    in at most one line saying the layer started over (or one line with
+    status 2), never a traceback, a hang, a wrong layer, or a file outside
+    the builder's own removed or written."""
+    from solver import build as builder
+    from solver import disk, plan, resume
+
+    seeds = JOURNAL_LAYER
+    base = os.path.join(work, "journal-base")
+    status, _, err = module_awele("build", "--max-seeds", seeds - 1, "--dir", base, "--quiet", "--threads", 1,
+                                  timeout=900)
+    if status != 0:
+        cases.record("build journals: tables to start from", False, err.strip()[-300:])
+        return
+    budget = plan.least_bytes(seeds) - 1  # layer 13 in the disk mode, 12 in memory
+    victim = os.path.join(work, "journal-victim")
+
+    def fresh(name):
+        folder = os.path.join(work, "journal-" + name.replace(" ", "-").replace("/", "-").replace("'", ""))
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(base, folder)
+        with open(victim, "w") as handle:
+            handle.write("keep me")
+        return folder
+
+    def judge(name, folder, status, err, lines=(0, 1), extra=""):
+        problem = (f"status {status}" if status != 0 else "traceback" if "Traceback" in err else
+                   _layer_right(folder, seeds) or _layer_right(folder, seeds - 1))
+        said = _said(err)
+        if not problem and len(said) not in lines:
+            problem = f"said {said}"
+        if not problem and open(victim).read() != "keep me":
+            problem = "a file outside the scratch folder was written"
+        if not problem and os.path.exists(os.path.join(folder, builder.SCRATCH_NAME)):
+            problem = "scratch left: " + ", ".join(os.listdir(os.path.join(folder, builder.SCRATCH_NAME)))
+        cases.record(f"build journals: {name}", not problem and not extra, problem or extra or
+                     (said[0][:160] if said else "resumed right"))
+
+    disk_args = ["build", "--max-seeds", seeds, "--threads", 1, "--memory", budget, "--checkpoint-interval", 0,
+                 "--quiet"]
+
+    # The disk mode's journal: killed after its stages' checkpoint before stage 11 (16 exit steps, 2 stages).
+    def disk_killed(name, steps=18):
+        folder = fresh(name)
+        status, _, _ = module_awele(*disk_args, "--dir", folder, env={builder.DISK_KILL_VARIABLE: f"{seeds}:{steps}"},
+                                    timeout=600)
+        return folder, os.path.join(folder, builder.SCRATCH_NAME), status
+
+    def stage_to(value, rename=False):
+        def edit(body):
+            old = body["checkpoint"][0]
+            body["checkpoint"][2] = value
+            if rename:
+                body["checkpoint"][0] = f"awele-{seeds:02d}.stage-{value:02d}.lines"
+                os.rename(os.path.join(edit.scratch, old), os.path.join(edit.scratch, body["checkpoint"][0]))
+        return edit
+
+    def files_at(value):
+        def edit(body):
+            body.pop("checkpoint", None)
+            body["done"][1], body["files"][1] = 0, value
+        return edit
+
+    disk_edits = {
+        "disk journal: stage 11 -> 3": stage_to(3), "disk journal: stage 11 -> 3, its file renamed": stage_to(3, True),
+        "disk journal: stage 11 -> 0": stage_to(0), "disk journal: stage 11 -> -1": stage_to(-1),
+        "disk journal: stage 500": stage_to(500), "disk journal: stage '9'": stage_to("9"),
+        "disk journal: stage 1.5": stage_to(1.5),
+        "disk journal: a file ../awele-12.h5": files_at(f"../awele-{seeds - 1:02d}.h5"),
+        "disk journal: a file by an absolute path": files_at(victim),
+        "disk journal: files a number": lambda body: body.__setitem__("files", 3),
+        "disk journal: files holding a list": lambda body: body.__setitem__("files", [[1]] * 16),
+        "disk journal: done as text": lambda body: body.__setitem__("done", "0" * 16),
+        "disk journal: done too short": lambda body: body.__setitem__("done", [0]),
+        "disk journal: checkpoint missing": lambda body: body.pop("checkpoint"),
+        "disk journal: inbox missing": lambda body: body.pop("inbox"),
+        "disk journal: checkpoint a string": lambda body: body.__setitem__("checkpoint", "x"),
+    }
+    for name, edit in disk_edits.items():
+        folder, scratch, status = disk_killed(name)
+        if status != -9:
+            cases.record(f"build journals: {name}", False, f"the killed build ended {status}")
+            continue
+        edit.scratch = scratch  # type: ignore[attr-defined]
+        ten = open(os.path.join(folder, f"awele-{seeds - 1:02d}.h5"), "rb").read()
+        _rewrite_journal(disk.journal_path(scratch, seeds), edit)
+        status, _, err = module_awele(*disk_args, "--dir", folder, timeout=600)
+        kept = open(os.path.join(folder, f"awele-{seeds - 1:02d}.h5"), "rb").read() == ten
+        judge(name, folder, status, err, extra="" if kept else "layer 12's file changed")
+    folder, scratch, status = disk_killed("journal not JSON")
+    with open(disk.journal_path(scratch, seeds), "wb") as handle:
+        handle.write(b"{")
+    judge("disk journal: not JSON", folder, *module_awele(*disk_args, "--dir", folder, timeout=600)[::2], lines=(1,))
+
+    # Scratch files damaged or planted (killed after 2 exit steps: slices 0 and 1 written).
+    def damage(path, how):
+        if how == "truncated":
+            os.truncate(path, os.path.getsize(path) // 2)
+        elif how == "emptied":
+            os.truncate(path, 0)
+        elif how == "a byte flipped":
+            flip(path, 100, 0)
+        elif how == "a byte appended":
+            with open(path, "ab") as handle:
+                handle.write(b"x")
+        elif how == "deleted":
+            os.remove(path)
+        elif how == "a link":
+            os.remove(path)
+            os.symlink(victim, path)
+        elif how == "a dangling link":
+            os.remove(path)
+            os.symlink(victim + ".nowhere", path)
+        elif how == "a folder":
+            os.remove(path)
+            os.makedirs(os.path.join(path, "inside"))
+
+    for how in ("truncated", "emptied", "a byte flipped", "a byte appended", "deleted", "a link", "a dangling link",
+                "a folder"):
+        folder, scratch, status = disk_killed(f"slice {how}", steps=2)
+        path = disk.slice_path(scratch, seeds, 0, 16, 0)
+        damage(path, how)
+        status, out, err = module_awele(*disk_args, "--dir", folder, timeout=600)
+        if how == "a folder":
+            problem = one_line_error(status, out, err)
+            named = path in err and "is a folder" in err
+            left = os.path.isdir(os.path.join(path, "inside"))
+            cases.record(f"build journals: slice file replaced by {how}", not problem and named and left,
+                         problem or ("" if named else err.strip()[-200:]) or ("" if left else "the folder was removed"))
+            continue
+        said = _said(err)
+        judge(f"slice file {how}", folder, status, err, lines=(1,),
+              extra="" if said and path in said[0] else f"the line does not name {path}")
+
+    # Stages in slices (through the API, as the issue did): the edits a CRC cannot catch.
+    def sliced_killed(name, steps=60):
+        folder = fresh(name)
+        code = SLICED_BUILD.format(seeds=seeds)
+        done = subprocess.run([sys.executable, "-c", code, folder], capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "PYTHONPATH": ROOT, builder.DISK_KILL_VARIABLE: f"{seeds}:{steps}"})
+        return folder, os.path.join(folder, builder.SCRATCH_NAME), done.returncode
+
+    def drop_entry(body):
+        part = next(p for p, entries in enumerate(body["inbox"]) if entries)
+        body["inbox"][part].pop()
+
+    sliced_edits = {"stage lowered by 2": lambda body: body.__setitem__("stage", body["stage"] - 2),
+                    "an inbox entry dropped": drop_entry,
+                    "seeds_at zeroed": lambda body: body.__setitem__("seeds_at", [0] * len(body["seeds_at"])),
+                    "an updates file with a byte flipped": None}
+    for name, edit in sliced_edits.items():
+        folder, scratch, status = sliced_killed(name)
+        if status != -9:
+            cases.record(f"build journals: sliced stages, {name}", False, f"the killed build ended {status}")
+            continue
+        path = disk.journal_path(scratch, seeds)
+        if edit is None:
+            entry = next(e for entries in disk.read_journal(path)["inbox"] for e in entries)
+            with open(os.path.join(scratch, entry[0]), "r+b") as handle:
+                handle.seek(7)
+                handle.write(b"\x7f")
+        else:
+            _rewrite_journal(path, edit)
+        done = subprocess.run([sys.executable, "-c", SLICED_BUILD.format(seeds=seeds), folder], capture_output=True,
+                              text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+        judge(f"sliced stages, {name}", folder, done.returncode, done.stderr)
+
+    # The in-memory checkpoints' journal: a build of layer 13 killed after its checkpoint before stage 10.
+    memory_args = ["build", "--max-seeds", seeds, "--threads", 1, "--checkpoint-interval", 0, "--quiet"]
+
+    def memory_killed(name, count=3):
+        folder = fresh(name)
+        checkpoints = os.path.join(folder, "ckpt")
+        status, _, _ = module_awele(*memory_args, "--dir", folder, "--checkpoint-dir", checkpoints,
+                                    env={resume.KILL_VARIABLE: f"{seeds}:{count}"}, timeout=600)
+        return folder, checkpoints, status
+
+    def stage_is(value):
+        return lambda body: body.__setitem__("stage", value)
+
+    memory_edits = {f"stage {value!r}": stage_is(value) for value in (5, 0, -3, 1.5, True, 200, "x")}
+    memory_edits.update({"file a number": lambda body: body.__setitem__("file", 3),
+                         "file a list": lambda body: body.__setitem__("file", ["a"]),
+                         "file by an absolute path": lambda body: body.__setitem__("file", victim),
+                         "file ../awele-12.h5": lambda body: body.__setitem__("file", f"../awele-{seeds - 1:02d}.h5")})
+    for name, edit in memory_edits.items():
+        folder, checkpoints, status = memory_killed(name)
+        if status != -9:
+            cases.record(f"build journals: checkpoint journal {name}", False, f"the killed build ended {status}")
+            continue
+        _rewrite_journal(resume.journal_path(checkpoints, seeds), edit)
+        status, _, err = module_awele(*memory_args, "--dir", folder, "--checkpoint-dir", checkpoints, timeout=600)
+        wrong_words = [w for w in ("scratch", "disk mode") if w in err]
+        left = [n for n in os.listdir(checkpoints) if n != builder.LOCK_NAME]
+        judge(f"checkpoint journal {name}", folder, status, err,
+              extra=(f"speaks of {wrong_words}" if wrong_words else "") + (f"; left {left}" if left else ""))
+    for where in ("the journal", "a checkpoint"):
+        folder, checkpoints, status = memory_killed(f"folder at {where}", count=2)
+        planted = (resume.journal_path(checkpoints, seeds) if where == "the journal"
+                   else os.path.join(checkpoints, resume.checkpoint_name(seeds, seeds - 3)))
+        if os.path.lexists(planted):
+            os.remove(planted)
+        os.makedirs(os.path.join(planted, "inside"))
+        status, _, err = module_awele(*memory_args, "--dir", folder, "--checkpoint-dir", checkpoints, timeout=600)
+        judge(f"a folder planted at {where}'s name", folder, status, err, lines=(1, 2),
+              extra="" if os.path.isdir(os.path.join(planted, "inside")) else "the planted folder was removed")
+    folder, checkpoints, status = memory_killed("link at a checkpoint", count=2)
+    os.symlink(victim, os.path.join(checkpoints, resume.checkpoint_name(seeds, seeds - 3)))
+    status, _, err = module_awele(*memory_args, "--dir", folder, "--checkpoint-dir", checkpoints, timeout=600)
+    judge("a link planted at a checkpoint's name", folder, status, err)
+    folder, checkpoints, status = memory_killed("resumed on disk", count=2)
+    status, _, err = module_awele(*memory_args, "--dir", folder, "--checkpoint-dir", checkpoints, "--memory", budget,
+                                  timeout=600)
+    left = [n for n in os.listdir(checkpoints) if n != builder.LOCK_NAME]
+    judge("resumed under a budget that puts the layer on disk", folder, status, err, lines=(0, 1),
+          extra=f"left {left}" if left else "")
+
+    # A checkpoint folder with room but 3-4 free inodes (a tmpfs; skipped where none can be mounted).
+    folder = fresh("few inodes")
+    mount = os.path.join(work, "journal-inodes")
+    os.makedirs(mount, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m,nr_inodes=4", "tmpfs", mount],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        cases.record("build journals: a checkpoint folder with 3-4 free inodes", True,
+                     f"skipped: no tmpfs ({mounted.stderr.strip()})")
+    else:
+        try:
+            status, _, err = module_awele(*memory_args, "--dir", folder, "--checkpoint-dir", mount, timeout=600)
+            wrong_words = [w for w in ("scratch", "disk mode") if w in err]
+            judge("a checkpoint folder with 3-4 free inodes", folder, status, err,
+                  extra=f"speaks of {wrong_words}" if wrong_words else "")
+        finally:
+            subprocess.run(["umount", mount])
+
+    # A kill between a table's rename and the clearing of its files: the next build removes them.
+    folder, checkpoints, status = memory_killed("kill after rename", count=2)
+    kept = {n: open(os.path.join(checkpoints, n), "rb").read() for n in os.listdir(checkpoints)
+            if n != builder.LOCK_NAME}
+    module_awele(*memory_args, "--dir", folder, "--checkpoint-dir", checkpoints, timeout=600)
+    for name, data in kept.items():
+        with open(os.path.join(checkpoints, name), "wb") as handle:
+            handle.write(data)
+    status, _, err = module_awele(*memory_args, "--dir", folder, "--checkpoint-dir", checkpoints, timeout=600)
+    left = [n for n in os.listdir(checkpoints) if n != builder.LOCK_NAME]
+    judge("files of a finished layer left by a kill", folder, status, err, lines=(1,),
+          extra=f"left {left}" if left else "")
+
+    # Locks where the work is: --dir D1 and --dir D2 --scratch D1/awele-scratch at once; shared folders.
+    first, second = fresh("lock one"), fresh("lock two")
+    scratch = os.path.join(first, builder.SCRATCH_NAME)
+    running = subprocess.Popen([sys.executable, "-c", SLICED_BUILD.format(seeds=seeds), first],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        for _ in range(600):
+            if os.path.exists(disk.journal_path(scratch, seeds)) or running.poll() is not None:
+                break
+            time.sleep(0.1)
+        status, out, err = module_awele(*disk_args, "--dir", second, "--scratch", scratch, timeout=600)
+        problem = one_line_error(status, out, err)
+        named = f"{scratch} (process {running.pid})" in err and "--dir" not in err
+        cases.record("build journals: a second build on the same scratch folder is refused", not problem and named,
+                     problem or err.strip()[-200:])
+    finally:
+        running.wait(600)
+    for where in ("the tables folder", "a link to the tables folder", "the checkpoint folder"):
+        folder = fresh(where)
+        target = {"the tables folder": folder, "the checkpoint folder": os.path.join(folder, "ckpt"),
+                  "a link to the tables folder": os.path.join(work, "journal-link")}[where]
+        if where == "a link to the tables folder":
+            if os.path.lexists(target):
+                os.remove(target)
+            os.symlink(folder, target)
+        status, _, err = module_awele(*disk_args, "--dir", folder, "--scratch", target, "--checkpoint-dir",
+                                      os.path.join(folder, "ckpt"), timeout=600)
+        judge(f"--scratch as {where}", folder, status, err)
+
+# End of the build side (issue 54) ----------------------------------------------------------------
+
+
 # The engine's inputs (issue 39): UCI lines, weights files, the fit, match specs -------
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -1071,9 +1398,10 @@ def main():
                   "second pass": lambda: second_pass(cases, args.source, work),
                   "mpi": lambda: mpi_cases(cases, work),
                   "engine inputs": lambda: engine_inputs(cases, work),
-                  "read side": lambda: read_side(cases, work)}
-        own_tables = ("engine inputs", "read side")  # groups that build their own
-        if any(args.only is None or args.only in name for name in groups if name not in own_tables):
+                  "read side": lambda: read_side(cases, work),
+                  "build journals": lambda: build_journals(cases, work)}
+        builds_its_own = ("engine inputs", "read side", "build journals")
+        if any(args.only is None or args.only in name for name in groups if name not in builds_its_own):
             copy_small(args.source, os.path.join(work, "good"))  # engine inputs builds its own
         for name, group in groups.items():
             if args.only is None or args.only in name:

@@ -9,7 +9,8 @@ Layers stay in memory from one layer to the next while the budget holds
 them, so a build that fits reads nothing back.
 
 One build at a time per folder: a lock file (``.awele-build.lock``) held
-with flock for the build's life. A layer whose file exists and checks out is
+with flock for the build's life, in the tables folder and in the scratch
+and checkpoint folders the build works in. A layer whose file exists and checks out is
 reused, so a killed build resumes at the first layer it had not written.
 """
 
@@ -21,18 +22,19 @@ import fcntl
 import functools
 import os
 import resource
+import secrets
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import numba
 import numpy as np
 
 from . import disk, distance, distributed, index, layer_state, retrograde, tables, verify_layer
-from .errors import BuildError, CorruptTableError, TableMismatchError, TableWriteError
+from .errors import BuildError, CorruptTableError, ScratchError, TableMismatchError, TableWriteError
 from .layers import LayerStore
 from .plan import (
     BASE_BYTES,
@@ -49,7 +51,7 @@ from .plan import (
     verify_groups,
     working_bytes,
 )
-from .resume import LayerCheckpoints
+from .resume import LayerCheckpoints, remove_checkpoint_files
 from .rules import ROW
 
 LOCK_NAME = ".awele-build.lock"
@@ -67,10 +69,17 @@ def peak_memory_bytes() -> int:
 
 
 class BuildLock:
-    """The folder's build lock: flock on .awele-build.lock, released on exit."""
+    """A folder's build lock: flock on .awele-build.lock, released on exit.
+    `role` names the folder in the refusal ("tables folder", "scratch
+    folder", "checkpoint folder"), with the option that gives another one;
+    with `remove`, the lock file goes on exit (a folder that is to go once empty)."""
 
-    def __init__(self, directory: str) -> None:
+    OPTIONS: ClassVar[dict[str, str]] = {"scratch folder": "--scratch", "checkpoint folder": "--checkpoint-dir"}
+
+    def __init__(self, directory: str, role: str = "tables folder", remove: bool = False) -> None:
         self.path = os.path.join(directory, LOCK_NAME)
+        self.role = role
+        self.remove = remove
         self.descriptor: int | None = None
 
     def __enter__(self) -> BuildLock:
@@ -87,8 +96,11 @@ class BuildLock:
             os.close(self.descriptor)
             self.descriptor = None
             who = f" (process {holder})" if holder.isdigit() else ""
-            raise BuildError(f"another awele build is running in {os.path.dirname(self.path) or '.'}{who}; "
-                             "wait for it to finish or build in another --dir") from None
+            folder = os.path.dirname(self.path) or "."
+            where, advice = (folder, "build in another --dir") if self.role == "tables folder" else (
+                f"the {self.role} {folder}", f"give another {self.OPTIONS[self.role]}")
+            raise BuildError(f"another awele build is running in {where}{who}; wait for it to finish or {advice}") \
+                from None
         os.ftruncate(self.descriptor, 0)
         os.pwrite(self.descriptor, f"{os.getpid()}\n".encode(), 0)
         return self
@@ -96,6 +108,9 @@ class BuildLock:
     def __exit__(self, *exc: object) -> None:
         if self.descriptor is not None:
             os.ftruncate(self.descriptor, 0)
+            if self.remove:
+                with contextlib.suppress(OSError):
+                    os.remove(self.path)
             os.close(self.descriptor)  # closing releases the flock
             self.descriptor = None
 
@@ -260,8 +275,46 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
                 distances: bool = False) -> dict[str, Any]:
     """Solve layer `seeds` in `store` within `budget` and write its file; return
     stats. With `checkpoints`, a state they saved is resumed (no exit passes)
-    and the stages' state is saved as they say (solver.resume). With
-    `distances`, the file holds the layer's distances too (solver.distance)."""
+    and the stages' state is saved as they say (solver.resume); a resumed
+    layer is checked (check_resumed) before its file is written, and built
+    again from the start, in one line that says so, when the check fails.
+    With `distances`, the file holds the layer's distances too (solver.distance)."""
+    while True:
+        stats, load_seconds = _solve_in_memory(seeds, directory, store, budget, rows, progress, checkpoints)
+        first_stage = stats["resumed_at_stage"]
+        if first_stage is None or checkpoints is None:
+            break
+        problem = check_resumed(directory, seeds, store, budget)
+        if not problem:
+            break
+        disk.say(f"layer {seeds}, resumed from its checkpoint in {checkpoints.folder}, fails its check "
+                 f"({problem}): it is built again from the start, its checkpoint removed")
+        checkpoints.clear()
+        store.drop(seeds)
+    found = _distances(seeds, directory, store, budget, rows) if distances else None
+    stats.update(found.stats if found else {})
+    started = time.perf_counter()
+    tables.write_table(
+        directory,
+        seeds,
+        store.layer(seeds),
+        build_seconds=stats["seconds"],
+        extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
+               "exit_passes": stats["exit_passes"], **({"distance_seconds": found.stats["distance_seconds"]}
+                                                       if found else {})},
+        distances=distance.for_file(found, store.layer(seeds)) if found else None,
+    )
+    stats["write_seconds"] = time.perf_counter() - started
+    stats["load_seconds"] = load_seconds
+    if checkpoints is not None:
+        checkpoints.clear()
+    return stats
+
+
+def _solve_in_memory(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...],
+                     progress: Callable | None, checkpoints: LayerCheckpoints | None) -> tuple[dict[str, Any], float]:
+    """Layer `seeds` solved in its slot of `store` (build_layer), resumed where
+    `checkpoints` say; (stats, seconds spent loading smaller layers)."""
     working = working_bytes(seeds)
     wanted = set(layer_state.exit_layers(seeds))
     # Layers no longer needed by this layer or the next go first; the one just
@@ -287,24 +340,42 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     stats = solver.solve(progress, first_stage=first_stage,
                          after_stage=None if checkpoints is None else checkpoints.after_stage(solver))
     stats["resumed_at_stage"] = first_stage
-    found = _distances(seeds, directory, store, budget, rows) if distances else None
-    stats.update(found.stats if found else {})
-    started = time.perf_counter()
-    tables.write_table(
-        directory,
-        seeds,
-        store.layer(seeds),
-        build_seconds=stats["seconds"],
-        extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
-               "exit_passes": stats["exit_passes"], **({"distance_seconds": found.stats["distance_seconds"]}
-                                                       if found else {})},
-        distances=distance.for_file(found, store.layer(seeds)) if found else None,
-    )
-    stats["write_seconds"] = time.perf_counter() - started
-    stats["load_seconds"] = load_seconds
-    if checkpoints is not None:
-        checkpoints.clear()
-    return stats
+    return stats, load_seconds
+
+
+RESUMED_SAMPLE = 10_000  # positions of a resumed layer checked, when it is too large to check whole
+WHOLE_CHECK_POSITIONS = 200_000_000  # a resumed layer up to this size (layers 0..22) is checked whole
+
+
+def check_resumed(directory: str, seeds: int, store: LayerStore, budget: int, values: Any = None) -> str:
+    """'' when layer `seeds`, solved from a checkpoint or a journal it did not
+    write itself in this run, agrees with its moves one move deep (verify's
+    rule: its value the best of captured - d(child) over its moves, or its
+    terminal value); else what was found. A layer of up to
+    WHOLE_CHECK_POSITIONS positions is checked whole when the budget holds
+    `awele verify` for it (verify_layer.check_moves, its smaller layers read
+    a group at a time), a larger one on RESUMED_SAMPLE positions drawn at
+    random (verify_sample). The layer's values are its slot in `store`, or
+    `values` (sliced stages: read from their files, and put in the slot
+    for a whole check)."""
+    size = index.layer_size(seeds)
+    whole = size <= WHOLE_CHECK_POSITIONS
+    if whole:
+        try:
+            verify_groups(seeds, budget)
+        except BuildError:
+            whole = False
+    if whole:
+        if values is not None:
+            slot = store.layer(seeds)
+            for start in range(0, size, tables.CHUNK * 64):
+                slot[start : start + tables.CHUNK * 64] = values[start : start + tables.CHUNK * 64]
+            store.mark_loaded(seeds)
+        wrong, _ = verify(directory, seeds, store, memory=budget)
+        return f"{wrong:,} of its {size:,} positions disagree with their moves" if wrong else ""
+    own = store.layer(seeds) if values is None else values
+    wrong, _ = verify_sample(directory, seeds, RESUMED_SAMPLE, seed=secrets.randbits(32), values=own)
+    return f"{wrong:,} of {RESUMED_SAMPLE:,} positions drawn disagree with their moves" if wrong else ""
 
 
 def _distances(seeds, directory, store, budget, rows):
@@ -321,7 +392,7 @@ def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, ro
     if distance.distance_groups(seeds, budget) is None:
         return None
     for m in store.layers():
-        if m not in retrograde.exit_layers(seeds) and m not in (seeds, seeds - 1):
+        if m not in layer_state.exit_layers(seeds) and m not in (seeds, seeds - 1):
             store.drop(m)
     if not store.loaded[seeds]:
         _make_room(store, {seeds}, index.layer_size(seeds), budget, 0)
@@ -347,16 +418,20 @@ def _warm_up(max_seeds, distances=False):
 
 def build_layer_on_disk(seeds: int, directory: str, scratch: str, store: LayerStore, layout: dict[str, Any],
                         rows: tuple[np.ndarray, ...], progress: Callable | None = None,
-                        checkpoint_interval: float = 600.0) -> dict[str, Any]:
+                        checkpoint_interval: float = 600.0, locked: bool = False,
+                        budget: int | None = None) -> dict[str, Any]:
     """Solve layer `seeds` in the disk mode (solver.disk) with `layout`
     (plan.disk_plan), its scratch files in `scratch`, and write its file;
     return stats. The scratch folder's free space is checked first against
     the layout's peak, less what a killed run of this layer left there to
-    resume from."""
+    resume from. `locked`: the caller holds the scratch folder's lock (else
+    it is taken here). A layer resumed from a journal is checked
+    (check_resumed, within `budget`) before its file is written; a damaged
+    or planted scratch file, or a failed check, starts the layer over once,
+    in one line that says so."""
     _usable_folder(scratch, "scratch folder")
-    inside = os.path.realpath(os.path.dirname(os.path.abspath(scratch))) == os.path.realpath(directory)
-    # A scratch folder elsewhere could be another build's too: it is locked as a tables folder is.
-    with _no_lock() if inside else BuildLock(scratch):
+    budget = budget if budget is not None else default_budget()
+    with _no_lock() if locked else BuildLock(scratch, "scratch folder"):
         planned = os.environ.get(DISK_KILL_VARIABLE, "").split(":")
         kill_after = int(planned[1]) if len(planned) == 2 and planned[0] == str(seeds) else None
         layer = disk.DiskLayer(seeds, scratch, store, rows, layout, lambda m: _load(directory, store, m),
@@ -367,9 +442,23 @@ def build_layer_on_disk(seeds: int, directory: str, scratch: str, store: LayerSt
         if free < need:
             raise BuildError(f"layer {seeds} needs {need / 1e9:.1f} GB in the scratch folder {scratch} (disk mode), "
                              f"which has {free / 1e9:.1f} GB free: free some space or give another --scratch")
-        stats = layer.solve(progress)
+        for attempt in (0, 1):
+            try:
+                stats = layer.solve(progress)
+                values, counts = layer.values()
+                if layer.resumed:
+                    problem = check_resumed(directory, seeds, store, budget, values if layer.sliced else None)
+                    if store.loaded[seeds]:
+                        values, counts = store.layer(seeds), None
+                    if problem:
+                        raise ScratchError(f"layer {seeds}, resumed from its journal in {scratch}, fails its check "
+                                           f"({problem})")
+                break
+            except ScratchError as error:
+                if attempt:
+                    raise BuildError(f"{error}, even built again from the start") from None
+                layer.start_over(str(error))
         started = time.perf_counter()
-        values, counts = layer.values()
         tables.write_table(
             directory, seeds, values, counts=counts, build_seconds=time.perf_counter() - layer.started,
             extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
@@ -437,9 +526,18 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     prepare_directory(directory)
     if checkpoint_dir:
         _check_checkpoint_folder(checkpoint_dir)
-    outside = checkpoint_dir is not None and os.path.realpath(checkpoint_dir) != os.path.realpath(directory)
-    # A checkpoint folder elsewhere could be another build's too: it is locked as a tables folder is.
-    with BuildLock(directory), BuildLock(checkpoint_dir) if checkpoint_dir is not None and outside else _no_lock():
+    default_scratch = scratch == os.path.join(directory, SCRATCH_NAME)
+    with contextlib.ExitStack() as locks:
+        # Every folder the build works in is locked, each once (they may be the same folder).
+        locks.enter_context(BuildLock(directory))
+        held = {os.path.realpath(directory)}
+        if checkpoint_dir is not None and os.path.realpath(checkpoint_dir) not in held:
+            try:
+                locks.enter_context(BuildLock(checkpoint_dir, "checkpoint folder"))
+                held.add(os.path.realpath(checkpoint_dir))
+            except TableWriteError as error:  # not even room for its lock: the layers need no checkpoint
+                disk.say(f"{error}: the layers built in memory go on without checkpoints")
+                checkpoint_dir = None
         _remove_leftovers(directory)
         missing = [n for n in range(max_seeds + 1) if n not in leave_out and not _existing_layer_ok(directory, n)]
         undistanced = [n for n in range(max_seeds + 1) if distances and n not in leave_out and n not in missing
@@ -448,8 +546,26 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
         if too_big:
             raise BuildError(f"{memory_message(too_big[0], budget)}; the disk mode needs "
                              f"{disk_least_bytes(too_big[0]) / 2**30:.1f} GiB for it (docs/DISK.md)")
+        layouts = {n: _disk_layout(n, budget, disk_slices, disk_sliced_stages) for n in missing}
+        on_disk = any(layout is not None for layout in layouts.values())
+        if on_disk:
+            _usable_folder(scratch, "scratch folder")
+        scratch_held = os.path.realpath(scratch) in held and os.path.isdir(scratch)
+        if not scratch_held and (on_disk or os.path.isdir(scratch)):
+            if default_scratch:
+                locks.callback(_remove_if_empty, scratch)  # after its lock goes: the default folder goes once empty
+            try:
+                locks.enter_context(BuildLock(scratch, "scratch folder", remove=default_scratch))
+                scratch_held = True
+            except (BuildError, TableWriteError):
+                if on_disk:
+                    raise  # another build works there (a folder not needed is only left alone)
+        for n in range(max_seeds + 1):
+            if n not in missing and n not in leave_out:  # a kill after its table was written left these
+                _clear_layer_files(n, scratch if scratch_held else None, checkpoint_dir, "its table is written")
         store = store if store is not None and store.max_seeds >= max_seeds else LayerStore(max_seeds)
         rows = index.RowTables(max_seeds).arrays
+        told: list[str] = []  # checkpoints that could not be taken: said once
         with layer_state.thread_count(threads):
             if missing or undistanced:
                 _warm_up(max_seeds, distances)
@@ -460,23 +576,21 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                     continue
                 if seeds in missing:
                     step = progress and (lambda step, fraction, n=seeds: progress(n, step, fraction))
-                    layout = disk_plan(seeds, budget, disk_slices, disk_sliced_stages) if disk_slices else None
-                    if layout is None and least_bytes(seeds) > budget:
-                        layout = disk_plan(seeds, budget)
+                    layout = layouts[seeds]
                     if layout is None:
-                        checkpoints = (LayerCheckpoints(seeds, checkpoint_dir, checkpoint_interval)
+                        checkpoints = (LayerCheckpoints(seeds, checkpoint_dir, checkpoint_interval, told)
                                        if checkpoint_dir else None)
                         stats = build_layer(seeds, directory, store, budget, rows, progress=step,
                                             checkpoints=checkpoints, distances=distances)
+                        _clear_layer_files(seeds, scratch if scratch_held else None, None, "it was built in memory")
                         row.update(mode="memory", resumed_at_stage=stats["resumed_at_stage"],
                                    distances="distance_seconds" in stats,
                                    **{k: v for k, v in stats.items() if "distance" in k})
                     else:
                         stats = build_layer_on_disk(seeds, directory, scratch, store, layout, rows, progress=step,
-                                                    checkpoint_interval=checkpoint_interval)
-                        if scratch == os.path.join(directory, SCRATCH_NAME):
-                            with contextlib.suppress(OSError):
-                                os.rmdir(scratch)  # the default folder goes once empty
+                                                    checkpoint_interval=checkpoint_interval, locked=True,
+                                                    budget=budget)
+                        _clear_layer_files(seeds, None, checkpoint_dir, "it was built in the disk mode")
                         row.update(mode="disk", distances=False, slices=layout["slices"],
                                    scratch_bytes=layout["scratch_bytes"],
                                    sliced_stages=layout["sliced_stages"],
@@ -499,6 +613,31 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                 if report:
                     report(row)
     return store
+
+
+def _disk_layout(seeds: int, budget: int, disk_slices: int | None, sliced_stages: bool) -> dict[str, Any] | None:
+    """The disk mode's layout of layer `seeds` (plan.disk_plan), or None for a layer built in memory."""
+    layout = disk_plan(seeds, budget, disk_slices, sliced_stages) if disk_slices else None
+    if layout is None and least_bytes(seeds) > budget:
+        layout = disk_plan(seeds, budget)
+    return layout
+
+
+def _remove_if_empty(folder: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
+
+
+def _clear_layer_files(seeds: int, scratch: str | None, checkpoint_dir: str | None, why: str) -> None:
+    """Remove what layer `seeds` left in the scratch folder (disk mode) and the
+    checkpoint folder (memory), saying so: a layer whose table is written, or
+    that was built in the other mode, needs none of it."""
+    for folder, remove in ((scratch, disk.remove_layer_files), (checkpoint_dir, remove_checkpoint_files)):
+        if folder is not None:
+            names = remove(folder, seeds)
+            if names:
+                disk.say(f"removed {len(names)} file{'s' if len(names) > 1 else ''} of layer {seeds} from {folder} "
+                         f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}): {why}")
 
 
 def _check_checkpoint_folder(directory):
@@ -626,18 +765,23 @@ def load_layers(directory: str, layers: Iterable[int], store: LayerStore | None 
     return store
 
 
-def verify_sample(directory: str, seeds: int, count: int, seed: int = 0, limit: int = 10) -> tuple[int, list]:
+def verify_sample(directory: str, seeds: int, count: int, seed: int = 0, limit: int = 10,
+                  values: Any = None) -> tuple[int, list]:
     """Check `count` positions of layer `seeds`, drawn uniformly by rank (from
     `seed`), against their moves as verify() checks every position: d(s) the
     best over moves of captured - d(child), or the terminal value. Every
     value comes from one chunk of its file, CRC checked (tables.ChunkReader),
-    so a layer of any size is checked in a few MiB a layer read.
+    so a layer of any size is checked in a few MiB a layer read; with
+    `values` (anything whose values[r:r + 1] gives rank r's), layer `seeds`'
+    own values come from there (a layer not yet written: check_resumed).
     Returns (mismatch count, up to `limit` mismatching boards with stored value)."""
     size = index.layer_size(seeds)
     ranks = np.unique(np.random.default_rng(seed).integers(0, size, count)) if size else np.zeros(0, dtype=np.int64)
     readers: dict[int, tables.ChunkReader] = {}
 
     def stored(layer: int, rank: int) -> int:
+        if layer == seeds and values is not None:
+            return int(values[rank : rank + 1][0])
         if layer not in readers:
             readers[layer] = tables.ChunkReader(directory, layer)
         return readers[layer].value(rank)

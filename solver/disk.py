@@ -28,6 +28,16 @@ the journal does not name are left-overs and are removed. The scratch
 folder's peak size is planned (plan.disk_plan) and checked against its
 free space before the layer starts, and a disk that fills up stops the
 build in one line (BuildError), the journal and the finished layers intact.
+
+A journal is data, not orders (docs/DISK.md): it carries a CRC-32 of its own
+bytes and is checked against a strict schema (every field's type and range,
+every file it names the exact name the builder gives that file); a journal
+that fails, or a file it names that is missing, damaged or planted (a link,
+a folder), sets the layer's scratch files aside and the layer starts over,
+in one line on stderr. What a journal says the kernels cannot check (the
+stage, the updates waiting, the stages a slice has seeds for) is either
+derived again from the files themselves or, for a resumed layer, checked
+in its values before its table is written (solver.build).
 """
 
 from __future__ import annotations
@@ -38,16 +48,18 @@ import json
 import os
 import re
 import shutil
+import stat
+import sys
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numba
 import numpy as np
 
 from . import exits, index, layer_state, retrograde, stages, tables
-from .errors import BuildError
+from .errors import BuildError, ScratchError
 from .layers import LayerStore
 
 IO_PIECE = 64 << 20  # bytes read or written (and CRC'd) per call
@@ -63,6 +75,194 @@ def slice_path(scratch: str, seeds: int, part: int, parts: int, group: int) -> s
     return os.path.join(scratch, f"awele-{seeds:02d}.slice-{part}-of-{parts}.group-{group}.lines")
 
 
+def say(text: str) -> None:
+    """One line on stderr about the build (a layer that starts over, files removed)."""
+    print(f"awele: {text}", file=sys.stderr, flush=True)
+
+
+# Journals: a CRC-32 line, then the JSON ------------------------------------------
+
+JOURNAL_HEAD = b"awele-journal crc32="
+JOURNAL_LIMIT = 1 << 24  # bytes a journal may have (sliced stages: a few entries a slice)
+CRC_MAX = 0xFFFFFFFF
+COUNT_MAX = 1 << 48  # any count or total a journal may record (positions, updates, look-ups)
+
+
+def encode_journal(body: dict[str, Any]) -> bytes:
+    """The bytes of a journal: a line with the CRC-32 of the JSON that follows it, then that JSON."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    return JOURNAL_HEAD + f"{zlib.crc32(text):08x}\n".encode() + text + b"\n"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def decode_journal(data: bytes) -> dict[str, Any]:
+    """The JSON object of a journal's bytes; ScratchError (why) when its CRC-32
+    line is missing or does not match, or the JSON is not an object."""
+    head, _, rest = data.partition(b"\n")
+    digits = head[len(JOURNAL_HEAD):]
+    if not head.startswith(JOURNAL_HEAD) or len(digits) != 8 or not all(c in b"0123456789abcdef" for c in digits):
+        raise ScratchError("it has no CRC-32 line")
+    if not rest.endswith(b"\n") or zlib.crc32(rest[:-1]) != int(digits, 16):
+        raise ScratchError("it does not match its CRC-32")
+    try:
+        body = json.loads(rest[:-1], parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        raise ScratchError("it is not JSON") from None
+    if not isinstance(body, dict):
+        raise ScratchError("it is not a JSON object")
+    return body
+
+
+def read_journal(path: str) -> dict[str, Any] | None:
+    """The journal at `path`, its CRC-32 checked (not its schema); None when
+    there is none; ScratchError (naming it) when it cannot be used."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise ScratchError(f"the journal {path} cannot be read: {error.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise ScratchError(f"the journal {path} is not a regular file")
+    try:
+        data = tables.read_file_nofollow(path, JOURNAL_LIMIT + 1)
+    except OSError as error:
+        raise ScratchError(f"the journal {path} cannot be read: {error.strerror}") from None
+    if len(data) > JOURNAL_LIMIT:
+        raise ScratchError(f"the journal {path} is too long")
+    try:
+        return decode_journal(data)
+    except ScratchError as error:
+        raise ScratchError(f"the journal {path} is not valid: {error}") from None
+
+
+def check_int(value: Any, lo: int, hi: int, what: str) -> int:
+    """`value` when it is an int (not a bool) in lo..hi, else ScratchError."""
+    if type(value) is not int or not lo <= value <= hi:
+        raise ScratchError(f"{what} is {_shown(value)}, not a whole number in {lo}..{hi}")
+    return value
+
+
+def check_seconds(value: Any, what: str) -> float:
+    """`value` when it is a finite number of seconds (an int or float, not a bool) >= 0, else ScratchError."""
+    if type(value) not in (int, float) or not 0 <= value < 1e12:
+        raise ScratchError(f"{what} is {_shown(value)}, not a number of seconds")
+    return float(value)
+
+
+def check_list(value: Any, length: int, what: str) -> list[Any]:
+    """`value` when it is a list of `length` items, else ScratchError."""
+    if type(value) is not list or len(value) != length:
+        raise ScratchError(f"{what} is {_shown(value)}, not a list of {length}")
+    return value
+
+
+def check_keys(journal: dict[str, Any], required: set[str], optional: Iterable[str] = ()) -> None:
+    """ScratchError unless `journal` is an object with every key of `required` and no key outside `optional` besides."""
+    if type(journal) is not dict:
+        raise ScratchError(f"it is {_shown(journal)}, not an object")
+    missing = sorted(required - set(journal))
+    unknown = sorted(set(journal) - required - set(optional))
+    if missing:
+        raise ScratchError(f"it lacks {missing[0]!r}")
+    if unknown:
+        raise ScratchError(f"it has an unknown field {unknown[0][:40]!r}")
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or value == value else "NaN"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def same(value: Any, expected: Any) -> bool:
+    """Whether JSON `value` is `expected`, types included (True is not 1, 1.0 is not 1)."""
+    return json.dumps(value, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def check_name(value: Any, pattern: str, what: str) -> re.Match[str]:
+    """The match of file name `value` against `pattern` (the exact name the
+    builder gives that file: no folder, no '..', never a table's name), else ScratchError."""
+    match = re.fullmatch(pattern, value) if type(value) is str else None
+    if match is None:
+        raise ScratchError(f"{what} is {_shown(value)}, not a name this layer's files have")
+    return match
+
+
+NUMBER = r"(0|[1-9][0-9]{0,11})"  # a whole number as the builder writes it in a name
+
+
+def stage_fits(codes: np.ndarray, stage: int) -> bool:
+    """Whether a working state whose value bytes have histogram `codes` can be
+    the state from which stages `stage`..1 remain: every value resolved so
+    far beyond +-stage, and no pending exit value above stage (it would have
+    been a seed of an earlier stage). The stage a journal records is so
+    checked against the state it names, not taken on trust."""
+    for value in range(1, layer_state.MAX_VALUE + 1):
+        if value <= stage and (codes[value] or codes[-value & 0xFF]):
+            return False
+        if value > stage and codes[np.int64(layer_state.pending(value)) & 0xFF]:
+            return False
+    return True
+
+
+# Own files: the builder's names only, never a link followed ------------------------
+
+
+def refuse_folders(folder: str, names: list[str], seeds: int) -> None:
+    """BuildError (one line naming it) when one of `names` in `folder` is a
+    folder: planted where the build keeps a file, it can neither be used nor
+    removed (what is in it is not the builder's)."""
+    for name in names:
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                raise BuildError(f"{path} is a folder, where the build of layer {seeds} keeps a file of its own: "
+                                 "remove it and build again")
+
+
+def remove_own(folder: str, names: list[str], seeds: int) -> None:
+    """Remove files `names` (the builder's own names, matched by the caller) from
+    `folder`: a file, or a link planted there (the link itself, never what it
+    points to); a folder planted at such a name stops the build in one line."""
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(mode):
+            refuse_folders(folder, [name], seeds)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
+def own_files(folder: str, pattern: re.Pattern[str]) -> list[str]:
+    """The names in `folder` that `pattern` matches (nothing when it is gone)."""
+    try:
+        return sorted(name for name in os.listdir(folder) if pattern.fullmatch(name))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def disk_pattern(seeds: int) -> re.Pattern[str]:
+    """Every name a disk-mode build of layer `seeds` gives a file in its scratch folder."""
+    return re.compile(rf"awele-{seeds:02d}\.(slice-\d+-of-\d+\.(group|visit)-\d+\.lines"
+                      rf"|stage-\d+\.lines"
+                      rf"|to-\d+\.visit-\d+\.updates|disk\.json)"
+                      rf"({re.escape(tables.TEMPORARY_SUFFIX)}-\d+)?")
+
+
+def remove_layer_files(scratch: str, seeds: int) -> list[str]:
+    """Remove (and return) the disk-mode files of layer `seeds` in `scratch`
+    (its table is written: what a kill before their removal left)."""
+    names = own_files(scratch, disk_pattern(seeds))
+    remove_own(scratch, names, seeds)
+    return names
+
+
 def _full(error: OSError, scratch: str, seeds: int) -> BuildError:
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return BuildError(f"the scratch folder {scratch} is full (layer {seeds}, disk mode); the layers built are "
@@ -70,15 +270,18 @@ def _full(error: OSError, scratch: str, seeds: int) -> BuildError:
     return BuildError(f"cannot write in the scratch folder {scratch}: {error.strerror}")
 
 
-def write_lines(path: str, data: np.ndarray, scratch: str, seeds: int) -> int:
+def write_lines(path: str, data: np.ndarray, scratch: str, seeds: int,
+                failed: Callable[[OSError, str, int], Exception] | None = None) -> int:
     """Write `data` to a new file `path` (created exclusively, never through a
-    link), synced; returns its CRC-32. Removes the partial file on failure."""
+    link), synced; returns its CRC-32. Removes the partial file on failure,
+    raising failed(error, scratch, seeds) (default: the scratch folder's BuildError)."""
+    failed = failed or _full
     view = memoryview(data.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer (stubs: 3.12 on)
     crc = 0
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as error:
-        raise _full(error, scratch, seeds) from None
+        raise failed(error, scratch, seeds) from None
     try:
         for start in range(0, len(view), IO_PIECE):
             piece = view[start : start + IO_PIECE]
@@ -91,7 +294,7 @@ def write_lines(path: str, data: np.ndarray, scratch: str, seeds: int) -> int:
     except OSError as error:
         os.close(descriptor)
         os.remove(path)
-        raise _full(error, scratch, seeds) from None
+        raise failed(error, scratch, seeds) from None
     except BaseException:
         os.close(descriptor)
         os.remove(path)
@@ -100,34 +303,46 @@ def write_lines(path: str, data: np.ndarray, scratch: str, seeds: int) -> int:
     return crc
 
 
+def open_regular(path: str) -> int:
+    """A descriptor of regular file `path` opened for reading, never through a
+    link; ScratchError (naming it) when it is missing, a link, a folder or
+    anything but a regular file."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        why = "is a link" if error.errno == errno.ELOOP else error.strerror
+        raise ScratchError(f"cannot read {path}: {why}") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise ScratchError(f"cannot read {path}: not a regular file")
+    return descriptor
+
+
 def read_lines(path: str, out: np.ndarray, crc: int) -> None:
     """Read file `path` into `out` (its exact size), checking its CRC-32; a
-    file that is missing, a link, of another size or damaged raises BuildError."""
+    file that is missing, a link, of another size or damaged raises ScratchError."""
     view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer (stubs: 3.12 on)
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as error:
-        raise BuildError(f"cannot read {path}: {error.strerror}") from None
+    descriptor = open_regular(path)
     found = 0
     try:
         if os.fstat(descriptor).st_size != len(view):
-            raise BuildError(f"{path} has {os.fstat(descriptor).st_size} bytes, not {len(view)}")
+            raise ScratchError(f"{path} has {os.fstat(descriptor).st_size} bytes, not {len(view)}")
         for start in range(0, len(view), IO_PIECE):
             piece = view[start : start + IO_PIECE]
             done = 0
             while done < len(piece):
                 got = os.readv(descriptor, [piece[done:]])
                 if got == 0:
-                    raise BuildError(f"{path} ended early")
+                    raise ScratchError(f"{path} ended early")
                 done += got
             found = zlib.crc32(piece, found)
         os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
     except OSError as error:
-        raise BuildError(f"cannot read {path}: {error.strerror}") from None
+        raise ScratchError(f"cannot read {path}: {error.strerror}") from None
     finally:
         os.close(descriptor)
     if found != crc:
-        raise BuildError(f"{path} does not match its CRC-32: damaged")
+        raise ScratchError(f"{path} does not match its CRC-32: damaged")
 
 
 def visit_path(scratch: str, seeds: int, part: int, parts: int, visit: int) -> str:
@@ -175,6 +390,7 @@ class DiskLayer:
         self.load_seconds = 0.0
         self.written = self.read = 0
         self.journal: dict[str, Any] = {}
+        self.resumed = False  # whether resume() went on from a recorded journal
         self.checkpoint_interval = checkpoint_interval
         self.last_checkpoint = time.perf_counter()
 
@@ -189,7 +405,7 @@ class DiskLayer:
 
     def _commit(self, journal: dict[str, Any]) -> None:
         try:
-            tables.write_file_exclusively(journal_path(self.scratch, self.seeds), (json.dumps(journal).encode(),))
+            tables.write_file_exclusively(journal_path(self.scratch, self.seeds), (encode_journal(journal),))
         except OSError as error:
             raise _full(error, self.scratch, self.seeds) from None
         self.steps += 1
@@ -197,48 +413,141 @@ class DiskLayer:
             os.kill(os.getpid(), 9)  # fault injection for the tests: a kill right after a step
 
     def _own_files(self) -> list[str]:
-        pattern = re.compile(rf"awele-{self.seeds:02d}\.(slice-\d+-of-\d+\.(group|visit)-\d+\.lines"
-                             rf"|stage-\d+\.lines"
-                             rf"|to-\d+\.visit-\d+\.updates|disk\.json)"
-                             rf"({re.escape(tables.TEMPORARY_SUFFIX)}-\d+)?")
-        try:
-            return [name for name in os.listdir(self.scratch) if pattern.fullmatch(name)]
-        except FileNotFoundError:
-            return []
+        return own_files(self.scratch, disk_pattern(self.seeds))
+
+    def check_journal(self, journal: dict[str, Any]) -> None:
+        """ScratchError (why) unless `journal` is one this layer's build with
+        this layout can have written: every field of its type and in its
+        range, every file it names under the exact name the build gives it."""
+        seeds, parts, groups = self.seeds, self.parts, len(self.groups)
+        fresh = self._fresh_journal()
+        check_keys(journal, set(fresh), {"checkpoint"})
+        for key in ("seeds", "bounds", "groups", "sliced"):
+            if not same(journal[key], fresh[key]):
+                raise ScratchError(f"it was made for another layout ({key} {_shown(journal[key])})")
+        done = [check_int(d, -1, groups - 1, "a slice's exit passes done")
+                for d in check_list(journal["done"], parts, "done")]
+        for crc in check_list(journal["crc32"], parts, "crc32"):
+            check_int(crc, 0, CRC_MAX, "a slice's CRC-32")
+        check_int(journal["exit_lookups"], 0, COUNT_MAX, "exit_lookups")
+        check_seconds(journal["exit_seconds"], "exit_seconds")
+        for mask in check_list(journal["seeds_at"], parts, "seeds_at"):
+            check_int(mask, 0, (1 << (seeds + 1)) - 2, "a slice's stages with seeds")
+            if mask & 1:
+                raise ScratchError("a slice's stages with seeds holds stage 0")
+        visits = check_int(journal["visits"], 0, COUNT_MAX, "visits")
+        check_int(journal["stage_visits"], 0, visits, "stage_visits")
+        check_int(journal["last"], -1, parts - 1, "last")
+        for need in check_list(journal["need_seed"], parts, "need_seed"):
+            if type(need) is not bool:
+                raise ScratchError(f"need_seed holds {_shown(need)}, not true or false")
+        stage = journal["stage"]
+        exits_done = all(d == groups - 1 for d in done)
+        if stage is not None:
+            check_int(stage, 0, seeds, "stage")
+            if not self.sliced or not exits_done:
+                raise ScratchError("it records a stage in slices before the exits are done, or without them")
+        files = check_list(journal["files"], parts, "files")
+        checkpoint = journal.get("checkpoint")
+        if checkpoint is not None:
+            name, crc, at = check_list(checkpoint, 3, "checkpoint")
+            check_int(at, 1, seeds - 1, "the checkpoint's stage")
+            check_name(name, rf"awele-{seeds:02d}\.stage-{at:02d}\.lines", "the checkpoint's file")
+            check_int(crc, 0, CRC_MAX, "the checkpoint's CRC-32")
+            if self.sliced or not exits_done or any(f is not None for f in files):
+                raise ScratchError("it records a checkpoint beside slice files, or before the exits are done")
+        else:
+            for part, name in enumerate(files):
+                if done[part] < 0:
+                    if name is not None:
+                        raise ScratchError(f"it names a file ({_shown(name)}) for a slice not yet written")
+                    continue
+                exits = rf"awele-{seeds:02d}\.slice-{part}-of-{parts}\.group-{done[part]}\.lines"
+                if stage is None:
+                    check_name(name, exits, "a slice's file")
+                    continue
+                found = check_name(name, rf"{exits}|awele-{seeds:02d}\.slice-{part}-of-{parts}\.visit-{NUMBER}"
+                                   rf"\.lines", "a slice's file")
+                if found.group(1) is not None and int(found.group(1)) >= visits:
+                    raise ScratchError(f"a slice's file {name} is of a visit not yet made")
+        inbox = check_list(journal["inbox"], parts, "inbox")
+        for part, entries in enumerate(inbox):
+            if type(entries) is not list or (entries and stage is None):
+                raise ScratchError(f"a slice's updates are {_shown(entries)}")
+            for entry in entries:
+                name, crc, count = check_list(entry, 3, "an entry of a slice's updates")
+                match = check_name(name, rf"awele-{seeds:02d}\.to-{part}\.visit-{NUMBER}\.updates",
+                                   "an updates file")
+                if int(match.group(1)) >= visits:
+                    raise ScratchError(f"the updates file {name} is of a visit not yet made")
+                check_int(crc, 0, CRC_MAX, "an updates file's CRC-32")
+                check_int(count, 1, COUNT_MAX, "an updates file's count")
+        named = self._named(journal)
+        if len(set(named)) != len(named):
+            raise ScratchError("it names a file twice")
+
+    @staticmethod
+    def _named(journal: dict[str, Any]) -> list[str]:
+        """The files a (checked) journal names."""
+        named = [name for name in journal["files"] if name]
+        named += [journal["checkpoint"][0]] if journal.get("checkpoint") else []
+        return named + [entry[0] for inbox in journal["inbox"] for entry in inbox]
 
     def resume(self) -> dict[str, Any]:
-        """The journal to go on from: the recorded one when it is this layer's
-        with this layout, else a fresh one; files it does not name are
-        removed (left-overs of a killed step, or of another layout)."""
+        """The journal to go on from: the recorded one when it passes its
+        checks (its CRC-32, check_journal, every file it names a regular file
+        there), else a fresh one, the layer's files set aside (removed) in one
+        line that says why; files it does not name are removed (left-overs of
+        a killed step). `resumed` says which."""
+        if self.journal:
+            return self.journal
+        refuse_folders(self.scratch, self._own_files(), self.seeds)
+        path = journal_path(self.scratch, self.seeds)
         journal = None
         try:
-            journal = json.loads(tables.read_file_nofollow(journal_path(self.scratch, self.seeds), 1 << 20))
-            if (not isinstance(journal, dict) or journal.get("seeds") != self.seeds
-                    or journal.get("bounds") != self.bounds or journal.get("groups") != self.groups
-                    or journal.get("sliced") != self.sliced):
-                journal = None
-        except (OSError, ValueError):
+            journal = read_journal(path)
+            if journal is not None:
+                try:
+                    self.check_journal(journal)
+                except ScratchError as error:
+                    raise ScratchError(f"the journal {path} is not valid: {error}") from None
+                for name in self._named(journal):
+                    try:
+                        mode = os.lstat(self._path(name)).st_mode
+                    except OSError:
+                        raise ScratchError(f"{self._path(name)}, named in the journal, is missing") from None
+                    if not stat.S_ISREG(mode):
+                        raise ScratchError(f"{self._path(name)}, named in the journal, is not a regular file")
+        except ScratchError as error:
+            say(f"{error}: layer {self.seeds} starts over, its scratch files removed")
+            remove_own(self.scratch, self._own_files(), self.seeds)
             journal = None
+        self.resumed = journal is not None
         journal = journal or self._fresh_journal()
-        keep = {os.path.basename(journal_path(self.scratch, self.seeds))}
-        keep |= {name for name in journal["files"] if name} | ({journal["checkpoint"][0]}
-                                                                if journal.get("checkpoint") else set())
-        keep |= {entry[0] for inbox in journal["inbox"] for entry in inbox}
-        for name in self._own_files():
-            path = os.path.join(self.scratch, name)
-            if name not in keep and not os.path.islink(path):
-                os.remove(path)
+        keep = {os.path.basename(path), *self._named(journal)}
+        remove_own(self.scratch, [name for name in self._own_files() if name not in keep], self.seeds)
         self.journal = journal
         return journal
 
+    def start_over(self, why: str) -> None:
+        """Remove every file of this layer and forget its journal: the next
+        solve() starts from the exits, and says so (`why`) in one line."""
+        say(f"{why}: layer {self.seeds} starts over, its scratch files removed")
+        self.clear()
+        self.journal = {}
+        self.resumed = False
+
     def scratch_bytes(self) -> int:
         """Bytes this layer's files take in the scratch folder now."""
-        return sum(os.lstat(os.path.join(self.scratch, name)).st_size for name in self._own_files())
+        total = 0
+        for name in self._own_files():
+            with contextlib.suppress(FileNotFoundError):
+                total += os.lstat(os.path.join(self.scratch, name)).st_size
+        return total
 
     def clear(self) -> None:
-        """Remove every scratch file of this layer (its table is written)."""
-        for name in self._own_files():
-            os.remove(os.path.join(self.scratch, name))
+        """Remove every scratch file of this layer (its table is written, or it starts over)."""
+        remove_own(self.scratch, self._own_files(), self.seeds)
 
     # The build ----------------------------------------------------------------------
 
@@ -280,6 +589,9 @@ class DiskLayer:
             if resumed:
                 read_lines(self._path(resumed[0]), solver.values, resumed[1])
                 self.read += solver.values.nbytes
+                if not stage_fits(stages.line_histogram(solver.values, solver.size), resumed[2]):
+                    raise ScratchError(f"{self._path(resumed[0])} is not the state before stage {resumed[2]}, "
+                                       "as its journal says")
             else:
                 for part in range(self.parts):
                     first_line = self.bounds[part] // layer_state.LINE_RANKS
@@ -387,6 +699,8 @@ class DiskLayer:
             journal["stage"] = seeds
             journal["need_seed"] = [bool(mask >> seeds & 1) for mask in journal["seeds_at"]]
             self._commit(journal)
+        elif self.resumed:
+            self._derive_seeds(journal["stage"])
         scratch = stages.make_scratch(numba.get_num_threads(), STAGE_OUTBOX)
         told = 0
         while journal["stage"] >= 1:
@@ -410,6 +724,26 @@ class DiskLayer:
                 "exit_lookups": journal["exit_lookups"], "predecessors_told": int(scratch.tally[:, 0].sum()),
                 "stage_accesses": int(scratch.tally[:, 1].sum()), "stage_visits": journal["stage_visits"],
                 "updates_sent": told}
+
+    def _derive_seeds(self, stage: int) -> None:
+        """On resuming sliced stages: which stages each slice has seeds for, and
+        whether it needs seeding in this one, from its file rather than from
+        the journal: the stages of the pending codes it holds (seeding a slice
+        twice in a stage finds nothing the second time), and the stage
+        checked against what the slices hold."""
+        journal = self.journal
+        for part in range(self.parts):
+            codes = stages.line_histogram(self._read_slice(part), self.bounds[part + 1] - self.bounds[part])
+            pending = layer_state.pending
+            held = [k for k in range(1, self.seeds + 1)
+                    if codes[np.int64(pending(k)) & 0xFF] or codes[np.int64(pending(-k)) & 0xFF]]
+            journal["seeds_at"][part] = sum(1 << k for k in held)
+            if stage in held:
+                journal["need_seed"][part] = True
+            if any(k > stage and codes[np.int64(layer_state.pending(k)) & 0xFF] for k in held) or any(
+                    codes[v] or codes[-v & 0xFF] for v in range(1, stage)):
+                raise ScratchError(f"{self._path(journal['files'][part])} does not hold a state of stage {stage}, "
+                                   "as its journal says")
 
     def _visit(self, part: int, stage: int, scratch: Any) -> int:
         """One visit of slice `part` in stage `stage`; returns the updates it sent."""
@@ -463,17 +797,17 @@ class DiskLayer:
 
     def _apply(self, name: str, crc: int, count: int, stage: int, lo: int, state: np.ndarray, counts: np.ndarray,
                flags: np.ndarray) -> None:
-        """Apply the `count` updates of file `name` to the slice, a chunk at a time, checking its CRC-32."""
+        """Apply the `count` updates of file `name` to the slice, a chunk at a
+        time: the whole file's CRC-32 checked first, then each chunk checked
+        to hold only ranks of this slice before the kernel sees it (a file
+        changed between the two reads, or damaged the same way twice, cannot
+        make the kernel write outside the slice)."""
         path = self._path(name)
-        try:
-            descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as error:
-            raise BuildError(f"cannot read {path}: {error.strerror}") from None
-        found = 0
+        hi = self.bounds[self.bounds.index(lo) + 1]
+        descriptor = open_regular(path)
         buffer = np.empty(min(count, INBOX_CHUNK), dtype=np.int64)
-        try:
-            if os.fstat(descriptor).st_size != 8 * count:
-                raise BuildError(f"{path} has {os.fstat(descriptor).st_size} bytes, not {8 * count}")
+
+        def pieces() -> Iterable[np.ndarray]:
             for first in range(0, count, INBOX_CHUNK):
                 piece = buffer[: min(count, first + INBOX_CHUNK) - first]
                 view = memoryview(piece.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
@@ -481,21 +815,29 @@ class DiskLayer:
                 while done < len(view):
                     got = os.preadv(descriptor, [view[done:]], 8 * first + done)
                     if got == 0:
-                        raise BuildError(f"{path} ended early")
+                        raise ScratchError(f"{path} ended early")
                     done += got
-                found = zlib.crc32(view, found)
-                # Applied before the whole file is checked: a damaged one raises below, and the visit,
-                # never committed, leaves its slice's file as it was.
+                yield piece
+
+        try:
+            if os.fstat(descriptor).st_size != 8 * count:
+                raise ScratchError(f"{path} has {os.fstat(descriptor).st_size} bytes, not {8 * count}")
+            found = 0
+            for piece in pieces():
+                found = zlib.crc32(memoryview(piece.view(np.uint8)), found)  # type: ignore[arg-type]
+            if found != crc:
+                raise ScratchError(f"{path} does not match its CRC-32: damaged")
+            for piece in pieces():
+                if piece.shape[0] and (int(piece.min()) < 2 * lo or int(piece.max()) >= 2 * hi):
+                    raise ScratchError(f"{path} holds ranks outside slice {lo}..{hi}: damaged")
                 with layer_state.thread_count(1 if piece.shape[0] < layer_state.RANK_CHUNK else None):
                     stages.tell_received(stage, lo, piece, state, counts, flags, True)
             os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
         except OSError as error:
-            raise BuildError(f"cannot read {path}: {error.strerror}") from None
+            raise ScratchError(f"cannot read {path}: {error.strerror}") from None
         finally:
             os.close(descriptor)
-        self.read += 8 * count
-        if found != crc:
-            raise BuildError(f"{path} does not match its CRC-32: damaged")
+        self.read += 16 * count
 
     def values(self) -> Any:
         """The layer's values for tables.write_table, and their histogram: the

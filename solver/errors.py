@@ -80,3 +80,11 @@ class SearchError(AweleError, ValueError):
 class EvaluationError(AweleError, ValueError):
     """Evaluation weights that cannot be used: a missing or damaged weights
     file, another version, or a fit asked for without the tables it needs."""
+
+
+class ScratchError(BuildError):
+    """A working file of a layer being built (the disk mode's scratch, a
+    checkpoint) or its journal that cannot be used: missing, cut short,
+    damaged, planted (a link, a folder), or a journal that fails its CRC-32
+    or its schema. The builder sets that layer's files aside and starts the
+    layer over; raised out of it only when a fresh start meets one too."""

@@ -38,3 +38,21 @@ def test_the_read_side_group_holds_every_case(tmp_path):
     assert done.returncode == 0, "\n".join(line for line in summary if line.startswith(("FAIL", "  FAIL"))) \
         or done.stdout[-2000:] + done.stderr[-2000:]
     assert summary[-1].endswith(" 0 failed") and int(summary[-1].split()[0]) >= 13, summary[-1]
+
+
+# Build side (issue 54) ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # 5-10 min: it builds layer 13 about a hundred times
+def test_the_build_journals_group_holds_every_case(tmp_path):
+    """Journals and checkpoints edited field by field (their CRC-32 made
+    right again), scratch files damaged or planted, a kill between a
+    table's rename and its clearing, two builds on one scratch folder,
+    --scratch shared with the tables or checkpoint folder (issue 54)."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "hostile.py"), "--only", "build journals"],
+                          capture_output=True, text=True, timeout=1800, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    summary = done.stdout.strip().splitlines()
+    assert done.returncode == 0, "\n".join(line for line in summary if line.startswith(("FAIL", "  FAIL"))) \
+        or done.stdout[-2000:] + done.stderr[-2000:]
+    assert summary[-1].endswith(" 0 failed") and int(summary[-1].split()[0]) >= 45, summary[-1]
