@@ -31,7 +31,7 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-from . import disk, distributed, index, retrograde, tables
+from . import disk, distributed, index, lean, retrograde, tables
 from .errors import BuildError, CorruptTableError, TableMismatchError, TableWriteError
 from .layers import LayerStore
 from .plan import (
@@ -40,6 +40,7 @@ from .plan import (
     disk_least_bytes,
     disk_plan,
     exit_groups,
+    lean_plan,
     least_bytes,
     memory_message,
     mode,
@@ -335,6 +336,39 @@ def build_layer_on_disk(seeds: int, directory: str, scratch: str, store: LayerSt
     return stats
 
 
+def build_layer_lean(seeds: int, directory: str, scratch: str, store: LayerStore, layout: dict[str, Any],
+                     rows: tuple[np.ndarray, ...], progress: Callable | None = None) -> dict[str, Any]:
+    """Solve layer `seeds` in the lean stages (solver.lean) with `layout`
+    (plan.lean_plan), its scratch files in `scratch`, and write its file;
+    return stats. The scratch folder is checked and locked as in the disk mode."""
+    _usable_folder(scratch, "scratch folder")
+    inside = os.path.realpath(os.path.dirname(os.path.abspath(scratch))) == os.path.realpath(directory)
+    with _no_lock() if inside else BuildLock(scratch):
+        layer = lean.LeanLayer(seeds, scratch, store, rows, layout["groups"], lambda m: _load(directory, store, m))
+        layer.clear()  # what a killed run left: the lean stages start the layer over
+        free = disk.free_bytes(scratch)
+        if free < layout["scratch_bytes"]:
+            raise BuildError(f"layer {seeds} needs {layout['scratch_bytes'] / 1e9:.1f} GB in the scratch folder "
+                             f"{scratch} (lean stages), which has {free / 1e9:.1f} GB free: free some space or give "
+                             "another --scratch")
+        started = time.perf_counter()
+        try:
+            stats = layer.solve(progress)
+            written = time.perf_counter()
+            values, counts = layer.values()
+            tables.write_table(directory, seeds, values, counts=counts, build_seconds=written - started,
+                               extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
+                                      "exit_passes": stats["exit_passes"]})
+        finally:
+            layer.clear()
+        stats["write_seconds"] = time.perf_counter() - written
+        stats["load_seconds"] = 0.0
+    if scratch == os.path.join(directory, SCRATCH_NAME):
+        with contextlib.suppress(OSError):
+            os.rmdir(scratch)  # the default folder goes once empty
+    return stats
+
+
 class _no_lock:
     def __enter__(self) -> None:
         return None
@@ -408,9 +442,15 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                 if seeds in missing:
                     step = progress and (lambda step, fraction, n=seeds: progress(n, step, fraction))
                     layout = disk_plan(seeds, budget, disk_slices, disk_sliced_stages) if disk_slices else None
-                    if layout is None and least_bytes(seeds) > budget:
+                    lean_layout = lean_plan(seeds, budget) if layout is None and mode(seeds, budget) == "lean" else None
+                    if layout is None and least_bytes(seeds) > budget and lean_layout is None:
                         layout = disk_plan(seeds, budget)
-                    if layout is None:
+                    if lean_layout is not None:
+                        stats = build_layer_lean(seeds, directory, scratch, store, lean_layout, rows, progress=step)
+                        row.update(mode="lean", scratch_bytes=lean_layout["scratch_bytes"],
+                                   disk_bytes_read=stats["disk_bytes_read"],
+                                   disk_bytes_written=stats["disk_bytes_written"])
+                    elif layout is None:
                         checkpoints = (LayerCheckpoints(seeds, checkpoint_dir, checkpoint_interval)
                                        if checkpoint_dir else None)
                         stats = build_layer(seeds, directory, store, budget, rows, progress=step,
