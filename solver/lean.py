@@ -48,8 +48,9 @@ a byte a position, their stack and a chunk of the state file.
 
 The propagation runs on one thread (no two threads ever update the nibbles
 of one byte); the exit passes use every thread. Files are created
-exclusively (never through a link), checked by CRC-32 as they are read, and
-removed once used; a full disk stops the build in one line (BuildError). A
+exclusively (never through a link), checked by a checksum as they are read
+(not zlib's CRC-32: it was the stages' bottleneck) and removed once used; a
+full disk stops the build in one line (BuildError). A
 killed build restarts the layer from its exits: the lean stages keep no
 journal yet (docs/DISK.md).
 """
@@ -60,18 +61,18 @@ import contextlib
 import errno
 import os
 import re
+import resource
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from . import index, retrograde
 from .errors import BuildError
-from .intrinsics import prefetch
+from .intrinsics import atomic_add, atomic_or, compare_and_swap, prefetch
 from .layers import LayerStore
 
 EARLIER = 7  # resolved at an earlier stage: its value is in the state file
@@ -79,9 +80,10 @@ LOST = 8  # lost at -k this stage: no unrefuted child and the exit bit set
 WON = 15  # won at +k this stage
 EXIT_BIT = 8  # set in an unresolved code once its best exit is at most -k
 CODE = 0xF
-CHUNK = 1 << 20  # ranks a sequential pass over the state file takes at a time (a multiple of BLOCK)
+CHUNK = 1 << 19  # ranks a sequential pass over the state file takes at a time (a multiple of BLOCK)
 EXIT_SLICE = 1 << 22  # ranks an exit pass takes at a time (a multiple of BLOCK)
-STACK = 1 << 20  # resolved positions held in memory to tell of (24 bytes each); more go to the queue file
+STACK = 1 << 19  # resolved positions held in memory to tell of (24 bytes each), shared by the threads' stacks;
+# more go to the queue file
 ENTRY_BYTES = 8  # a queued entry: the rank (int64)
 # Bytes the lean stages hold beside the codes (the stack, a chunk of the state file and its seeds, a batch)
 # and the exit passes beside the smaller layers (a slice's bytes and counts, exit_pass's buffers):
@@ -135,32 +137,109 @@ def exit_seen(code: int, exit: int | np.integer, stage: int) -> int:
 # Kernels ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def settle_chunk(stage: int, lo: int, state: np.ndarray, codes: np.ndarray, seeds_found: np.ndarray) -> int:
-    """The pass over state-file bytes of ranks lo..lo+len(state)-1 at the
-    start of stage `stage`: stage + 1's results written as values (their
-    codes become EARLIER), the exit bit set where E <= -stage, the stage's
-    seeds resolved (WON, or LOST) and their ranks put in seeds_found; returns
-    how many. Stage 0 is the end: stage 1's results, and 0 for what no stage
-    resolved."""
-    found = 0
-    for i in range(state.shape[0]):
-        rank = lo + i
-        code = code_of(codes, rank)
-        if code in (WON, LOST):
-            state[i] = np.int8(stage + 1 if code == WON else -(stage + 1))
-            set_code(codes, rank, EARLIER)
-        elif code != EARLIER:
-            if stage == 0:
-                state[i] = 0
-                continue
-            new = exit_seen(code, retrograde.pending_exit(state[i]), stage)
-            if new != code:
-                set_code(codes, rank, new)
-                if new in (WON, LOST):
-                    seeds_found[found] = rank
-                    found += 1
+SETTLE_PIECE = 1 << 15  # ranks of a chunk a thread settles at a time (even: whole bytes of codes)
+NIBBLE_LOW = np.uint64(0x1111111111111111)  # the low bit of each nibble of a word
+BYTE_ONES = np.uint64(0x0101010101010101)
+BYTE_HIGH = np.uint64(0x8080808080808080)
+
+
+@njit(cache=True, inline="always")
+def _any_byte(word, pattern):
+    """Whether any byte of `word` equals the byte repeated in `pattern`."""
+    diff = word ^ pattern
+    return ((diff - BYTE_ONES) & ~diff & BYTE_HIGH) != 0
+
+
+@njit(cache=True, inline="always")
+def _any_resolved_now(word):
+    """Whether any nibble of a word of codes is WON (15) or LOST (8)."""
+    won = word & (word >> np.uint64(1)) & (word >> np.uint64(2)) & (word >> np.uint64(3))
+    lost = (word >> np.uint64(3)) & ~(word >> np.uint64(2)) & ~(word >> np.uint64(1)) & ~word
+    return ((won | lost) & NIBBLE_LOW) != 0
+
+
+@njit(cache=True, inline="always")
+def _settle_rank(stage, rank, i, state, codes, seeds_found, found):
+    code = code_of(codes, rank)
+    if code in (WON, LOST):
+        state[i] = np.int8(stage + 1 if code == WON else -(stage + 1))
+        set_code(codes, rank, EARLIER)
+    elif code != EARLIER:
+        if stage == 0:
+            state[i] = 0
+            return found
+        new = exit_seen(code, retrograde.pending_exit(state[i]), stage)
+        if new != code:
+            set_code(codes, rank, new)
+            if new in (WON, LOST):
+                seeds_found[found] = rank
+                found += 1
     return found
+
+
+@njit(cache=True, inline="always")
+def _settle_piece(stage, lo, start, stop, state, codes, seeds_found, state_words, code_words, patterns):
+    """settle_chunk for ranks lo+start..lo+stop-1; the seeds go to
+    seeds_found[start:], returns how many. Sixteen ranks at a time whose
+    codes hold no result of the last stage and whose state bytes hold none
+    of the stage's exits (`patterns`) are passed in three tests: most are."""
+    found = start
+    i = start
+    while i < stop:
+        if stage > 0 and i + 16 <= stop and (lo + i) % 16 == 0:
+            words = state_words[i >> 3], state_words[(i >> 3) + 1]
+            if not _any_resolved_now(code_words[(lo + i) >> 4]) and not (
+                    _any_byte(words[0], patterns[0]) or _any_byte(words[0], patterns[1])
+                    or _any_byte(words[0], patterns[2]) or _any_byte(words[1], patterns[0])
+                    or _any_byte(words[1], patterns[1]) or _any_byte(words[1], patterns[2])):
+                i += 16
+                continue
+            for j in range(i, i + 16):
+                found = _settle_rank(stage, lo + j, j, state, codes, seeds_found, found)
+            i += 16
+            continue
+        found = _settle_rank(stage, lo + i, i, state, codes, seeds_found, found)
+        i += 1
+    return found - start
+
+
+@njit(cache=True, parallel=True)
+def settle_chunk(stage: int, first: bool, lo: int, size: int, state: np.ndarray, codes: np.ndarray,
+                 seeds_found: np.ndarray) -> int:
+    """The pass over the state-file bytes of ranks lo..lo+size-1 (in
+    state[:size]) at the start of stage `stage`: stage + 1's results
+    written as values (their codes become EARLIER), the exit bit set where
+    E <= -stage (E = -stage, or at the `first` stage no exit at all), the
+    stage's seeds resolved (WON, or LOST) and their ranks put in
+    seeds_found, in rank order; returns how many. Stage 0 is the end:
+    stage 1's results, and 0 for what no stage resolved. `lo` is a multiple
+    of 16 and state and codes are whole words (len a multiple of 8). Threads
+    take pieces of an even number of ranks as they become free (a busy core
+    takes fewer), so no two write one byte of codes."""
+    pieces = (size + SETTLE_PIECE - 1) // SETTLE_PIECE
+    found = np.zeros(pieces, dtype=np.int64)
+    state_words = state.view(np.uint64)
+    code_words = codes.view(np.uint64)
+    exits = (stage, -stage, retrograde.NO_EXIT if first else -stage)
+    patterns = (np.uint64(np.int64(retrograde.pending(exits[0])) & 0xFF) * BYTE_ONES,
+                np.uint64(np.int64(retrograde.pending(exits[1])) & 0xFF) * BYTE_ONES,
+                np.uint64(np.int64(retrograde.pending(exits[2])) & 0xFF) * BYTE_ONES)
+    counter = np.zeros(1, dtype=np.int64)
+    for _slot in prange(retrograde.WORK_SLOTS):
+        while True:
+            piece = atomic_add(counter, 0, np.int64(1))
+            if piece >= pieces:
+                break
+            start = piece * SETTLE_PIECE
+            found[piece] = _settle_piece(stage, lo, start, min(size, start + SETTLE_PIECE), state, codes,
+                                         seeds_found, state_words, code_words, patterns)
+    total = 0
+    for piece in range(pieces):
+        start = piece * SETTLE_PIECE
+        for k in range(found[piece]):
+            seeds_found[total + k] = seeds_found[start + k]
+        total += found[piece]
+    return total
 
 
 @njit(cache=True)
@@ -176,17 +255,46 @@ def fill_stack(seeds: int, ranks: np.ndarray, stack: np.ndarray, stack_movers: n
     return depth
 
 
+@njit(cache=True, inline="always")
+def _tell(codes, rank, child_lost, shared):
+    """Tell unresolved `rank` that a child was lost or won (told()); when
+    the codes are `shared` by threads, with a compare-and-swap of its byte:
+    a neighbour's nibble may change under another thread at the same time.
+    Returns whether this resolved it."""
+    at = rank >> 1
+    shift = (rank & 1) << 2
+    if not shared:
+        code = code_of(codes, rank)
+        if not unresolved(code):
+            return False
+        code = told(code, child_lost)
+        set_code(codes, rank, code)
+        return code in (WON, LOST)
+    while True:
+        old = codes[at]
+        code = (np.int64(old) >> shift) & CODE
+        if not unresolved(code):
+            return False
+        new = told(code, child_lost)
+        byte = np.uint8((np.int64(old) & ~(CODE << shift) & 0xFF) | (new << shift))
+        if compare_and_swap(codes, at, old, byte):  # type: ignore[call-arg]  # numba: @intrinsic
+            return new in (WON, LOST)
+
+
 @njit(cache=True)
 def drain_stack(stage: int, seeds: int, codes: np.ndarray, stack: np.ndarray, stack_movers: np.ndarray,
                 stack_opponents: np.ndarray, depth: int, found: np.ndarray, movers: np.ndarray,
-                opponents: np.ndarray, child_lost: np.ndarray, tally: np.ndarray) -> int:
+                opponents: np.ndarray, child_lost: np.ndarray, tally: np.ndarray, idle: np.ndarray,
+                shared: bool) -> int:
     """Tell the predecessors of the positions on the stack, a batch at a time,
     and push those they resolve. Returns the depth left: 0 when all is told,
     or more when the stack has no room for another batch's pushes (the
-    caller moves some of it to the queue file and calls again). tally[0]
-    counts the predecessors told."""
+    caller moves some of it to the queue file and calls again) or when
+    another thread has stopped (idle[0] set: the caller shares the work
+    out again); a thread that stops sets idle[0]. tally[0] counts the
+    predecessors told."""
     room = stack.shape[0] - retrograde.BATCH - retrograde.MAX_PREDECESSORS
-    while depth > 0 and depth <= room:
+    while depth > 0 and depth <= room and atomic_or(idle, 0, np.uint8(0)) == 0:
         count = 0
         while depth > 0 and count < retrograde.BATCH:
             depth -= 1
@@ -199,19 +307,26 @@ def drain_stack(stage: int, seeds: int, codes: np.ndarray, stack: np.ndarray, st
         for i in range(count):
             prefetch(codes, found[i] >> 1)  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
         for i in range(count):
-            rank = found[i]
-            code = code_of(codes, rank)
-            if not unresolved(code):
-                continue
-            code = told(code, child_lost[i])
-            set_code(codes, rank, code)
-            if code in (WON, LOST):
-                stack[depth] = rank
+            if _tell(codes, found[i], child_lost[i], shared):
+                stack[depth] = found[i]
                 stack_movers[depth] = movers[i]
                 stack_opponents[depth] = opponents[i]
                 depth += 1
         tally[0] += count
+    atomic_or(idle, 0, np.uint8(1))
     return depth
+
+
+@njit(cache=True, parallel=True)
+def drain_stacks(stage: int, seeds: int, codes: np.ndarray, stacks: np.ndarray, stack_movers: np.ndarray,
+                 stack_opponents: np.ndarray, depths: np.ndarray, found: np.ndarray, movers: np.ndarray,
+                 opponents: np.ndarray, child_lost: np.ndarray, tallies: np.ndarray, idle: np.ndarray) -> None:
+    """drain_stack on each thread's stack (row t of each 2-D array) at once,
+    until one thread stops; depths[t] is left as stack t's depth."""
+    for thread in prange(depths.shape[0]):
+        depths[thread] = drain_stack(stage, seeds, codes, stacks[thread], stack_movers[thread],
+                                     stack_opponents[thread], depths[thread], found[thread], movers[thread],
+                                     opponents[thread], child_lost[thread], tallies[thread], idle, True)
 
 
 @njit(cache=True)
@@ -222,6 +337,37 @@ def value_counts(state: np.ndarray, seeds: int, counts: np.ndarray) -> None:
 
 
 # Scratch files ---------------------------------------------------------------------
+
+WEIGHT = np.uint64(0x9E3779B97F4A7C15)  # an odd multiplier: word j of a file weighs (j * WEIGHT) | 1
+
+
+@njit(cache=True)
+def checksum(data: np.ndarray, offset: int) -> np.uint64:
+    """The checksum of bytes `data` lying at byte `offset` (a multiple of 8)
+    of a file: the sum, wrapping at 2**64, of each 8-byte word times an odd
+    weight of its place. Files are summed a piece at a time, in any pieces
+    (the sums add up), inside a kernel at several GB/s, where zlib's CRC-32
+    ran at 0.7 GB/s here: the stages pass their state file once a stage.
+    A word changed, or two words swapped, changes the sum."""
+    words = data.shape[0] // 8
+    view = data[: words * 8].view(np.uint64)
+    first = np.uint64(offset // 8)
+    total = np.uint64(0)
+    for j in range(words):
+        total += view[j] * (((first + np.uint64(j)) * WEIGHT) | np.uint64(1))
+    if data.shape[0] > words * 8:
+        tail = np.uint64(0)
+        for i in range(data.shape[0] - words * 8):
+            tail |= np.uint64(data[words * 8 + i]) << np.uint64(8 * i)
+        total += tail * (((first + np.uint64(words)) * WEIGHT) | np.uint64(1))
+    return total
+
+
+def _sum(view: memoryview, offset: int) -> int:
+    if offset % 8:
+        raise ValueError(f"a piece of a file is summed from a multiple of 8 bytes, not {offset}")
+    return int(checksum(np.frombuffer(view, dtype=np.uint8), offset))
+
 
 
 def _disk_error(error: OSError, scratch: str, seeds: int) -> BuildError:
@@ -239,7 +385,7 @@ def _create(path: str, scratch: str, seeds: int) -> int:
 
 
 def _write_all(descriptor: int, data: np.ndarray, offset: int | None = None) -> int:
-    """Write `data` at `offset` (or where the file is); return its CRC-32 from 0."""
+    """Write `data` at `offset` (or where the file is); return its checksum as a file of its own."""
     view = memoryview(np.ascontiguousarray(data).view(np.uint8))  # type: ignore[arg-type]  # a buffer
     done = 0
     while done < len(view):
@@ -247,13 +393,22 @@ def _write_all(descriptor: int, data: np.ndarray, offset: int | None = None) -> 
             done += os.write(descriptor, view[done:])
         else:
             done += os.pwrite(descriptor, view[done:], offset + done)
-    return zlib.crc32(view)
+    return _sum(view, 0)
+
+
+def write_piece(descriptor: int, view: memoryview) -> None:
+    """Write all of `view` where the file is (the tests make it fail)."""
+    done = 0
+    while done < len(view):
+        done += os.write(descriptor, view[done:])
 
 
 class StreamWriter:
     """A scratch file written in order, a piece at a time, as disk.write_lines
-    writes one whole: created exclusively, never through a link, synced when
-    closed; its CRC-32 kept. A failure removes it."""
+    writes one whole: created exclusively, never through a link; its
+    checksum kept. A failure removes it. Not synced: no later run reads it
+    (a killed lean layer starts over), and a file read back at once is best
+    left in the page cache."""
 
     def __init__(self, path: str, scratch: str, seeds: int) -> None:
         self.path, self.scratch, self.seeds = path, scratch, seeds
@@ -263,27 +418,25 @@ class StreamWriter:
 
     def write(self, data: np.ndarray) -> None:
         assert self.descriptor is not None, "written after close"
+        view = memoryview(np.ascontiguousarray(data).view(np.uint8))  # type: ignore[arg-type]  # a buffer
         try:
-            view = memoryview(np.ascontiguousarray(data).view(np.uint8))  # type: ignore[arg-type]  # a buffer
-            done = 0
-            while done < len(view):
-                done += os.write(self.descriptor, view[done:])
+            write_piece(self.descriptor, view)
         except OSError as error:
             self.abandon()
             raise _disk_error(error, self.scratch, self.seeds) from None
-        self.crc = zlib.crc32(view, self.crc)
+        self.crc = (self.crc + _sum(view, self.bytes)) & 0xFFFFFFFFFFFFFFFF
         self.bytes += len(view)
 
     def close(self) -> int:
-        """Sync and close; returns the CRC-32."""
+        """Close; returns the checksum."""
         assert self.descriptor is not None, "closed twice"
         try:
-            os.fsync(self.descriptor)
-            os.posix_fadvise(self.descriptor, 0, 0, os.POSIX_FADV_DONTNEED)  # on disk: leave the cache alone
+            os.close(self.descriptor)
         except OSError as error:
-            self.abandon()
+            self.descriptor = None
+            with contextlib.suppress(OSError):
+                os.remove(self.path)
             raise _disk_error(error, self.scratch, self.seeds) from None
-        os.close(self.descriptor)
         self.descriptor = None
         return self.crc
 
@@ -297,8 +450,8 @@ class StreamWriter:
 
 class StreamReader:
     """A scratch file read in order, a piece at a time; its size checked when
-    opened and its CRC-32 once read to the end (finish), as disk.read_lines
-    checks a whole one. What was read before a damage is found is used only
+    opened and its checksum once read to the end (finish), as disk.read_lines
+    checks a whole one's CRC-32. What was read before a damage is found is used only
     by work that is not kept: the step that reads it raises before it ends."""
 
     def __init__(self, path: str, size: int, crc: int) -> None:
@@ -312,6 +465,7 @@ class StreamReader:
             self.close()
             raise BuildError(f"{path} has {found} bytes, not {size}")
         self.found = 0
+        self.offset = 0
 
     def read_into(self, out: np.ndarray) -> None:
         assert self.descriptor is not None, "read after close"
@@ -325,18 +479,17 @@ class StreamReader:
                 done += got
         except OSError as error:
             raise BuildError(f"cannot read {self.path}: {error.strerror}") from None
-        self.found = zlib.crc32(view, self.found)
+        self.found = (self.found + _sum(view, self.offset)) & 0xFFFFFFFFFFFFFFFF
+        self.offset += len(view)
 
     def finish(self) -> None:
-        """Close; raise BuildError if what was read does not match the CRC-32."""
+        """Close; raise BuildError if what was read does not match the checksum."""
         self.close()
         if self.found != self.crc:
-            raise BuildError(f"{self.path} does not match its CRC-32: damaged")
+            raise BuildError(f"{self.path} does not match its checksum: damaged")
 
     def close(self) -> None:
         if self.descriptor is not None:
-            with contextlib.suppress(OSError):
-                os.posix_fadvise(self.descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(self.descriptor)
             self.descriptor = None
 
@@ -344,14 +497,14 @@ class StreamReader:
 class RankQueue:
     """Ranks resolved this stage and not yet told of, beyond what the stack
     holds: one file, appended to and read from its start in segments of at
-    most `segment` ranks, each with its CRC-32. Only this stage's work
+    most `segment` ranks, each with its checksum. Only this stage's work
     depends on it (a killed build restarts the layer), so it is not synced;
     once read to its end it is emptied."""
 
     def __init__(self, path: str, scratch: str, seeds: int, segment: int) -> None:
         self.path, self.scratch, self.seeds, self.segment = path, scratch, seeds, segment
         self.descriptor = _create(path, scratch, seeds)
-        self.segments: deque[tuple[int, int, int]] = deque()  # (offset, count, crc)
+        self.segments: deque[tuple[int, int, int]] = deque()  # (offset, count, checksum)
         self.end = 0
         self.peak = 0  # the file's largest size
         self.written = 0
@@ -384,8 +537,8 @@ class RankQueue:
                 done += got
         except OSError as error:
             raise BuildError(f"cannot read {self.path}: {error.strerror}") from None
-        if zlib.crc32(view) != crc:
-            raise BuildError(f"{self.path} does not match its CRC-32: damaged")
+        if _sum(view, 0) != crc:
+            raise BuildError(f"{self.path} does not match its checksum: damaged")
         if not self.segments:
             os.ftruncate(self.descriptor, 0)
             self.end = 0
@@ -413,11 +566,20 @@ class LeanLayer:
     """The lean build of layer `seeds` (module docstring): solve() makes its
     values, values() gives them to tables.write_table, clear() removes its
     files. `groups` are the smaller layers by exit pass (plan.lean_plan);
-    `load(m)` puts smaller layer m in `store` (checked)."""
+    `load(m)` puts smaller layer m in `store` (checked). `stack`, `chunk`
+    and `exit_slice` (default: the module's STACK, CHUNK, EXIT_SLICE) are
+    the stack's entries and the ranks a stage's pass and an exit pass take
+    at a time. `tell_threads` tell of the stages' resolutions at once (1 by
+    default: on this 2-core machine, busy with other work, two threads that
+    wait for each other at every share-out took 8 times as long, docs/DISK.md),
+    and `settle_threads` settle each chunk of a stage's pass (1 by default,
+    for the same reason: a pass is hundreds of parallel calls)."""
 
     def __init__(self, seeds: int, scratch: str, store: LayerStore, rows: tuple[np.ndarray, ...],
-                 groups: list[list[int]], load: Callable[[int], None], stack: int = STACK,
-                 chunk: int = CHUNK, exit_slice: int = EXIT_SLICE) -> None:
+                 groups: list[list[int]], load: Callable[[int], None], stack: int | None = None,
+                 chunk: int | None = None, exit_slice: int | None = None, tell_threads: int = 1,
+                 settle_threads: int = 1) -> None:
+        stack, chunk, exit_slice = stack or STACK, chunk or CHUNK, exit_slice or EXIT_SLICE
         if stack < MIN_STACK or chunk % retrograde.BLOCK or exit_slice % retrograde.BLOCK:
             raise ValueError(f"a stack of at least {MIN_STACK} and chunks of whole blocks, not {stack}, {chunk}, "
                              f"{exit_slice}")
@@ -425,8 +587,10 @@ class LeanLayer:
         self.groups = [list(group) for group in groups]
         self.load = load
         self.stack_size, self.chunk, self.exit_slice = stack, chunk, exit_slice
+        self.tell_threads = tell_threads
+        self.settle_threads = settle_threads
         self.size = index.layer_size(seeds)
-        self.state: tuple[str, int] | None = None  # the state file and its CRC-32
+        self.state: tuple[str, int] | None = None  # the state file and its checksum
         self.histogram = np.zeros(2 * seeds + 1, dtype=np.int64)
         self.read = self.written = 0
         self.serial = 0  # files made: each gets a new name
@@ -448,15 +612,16 @@ class LeanLayer:
         self.clear()
         started = time.perf_counter()
         counts_file, lookups = self._exits()
+        exit_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         for m in self.store.layers():
             self.store.drop(m)
         exit_seconds = time.perf_counter() - started
         if progress:
             progress("exits", 1.0)
         tick = time.perf_counter()
-        codes = np.empty((self.size + 1) // 2, dtype=np.uint8)
+        codes = np.zeros(((self.size + 1) // 2 + 7) // 8 * 8, dtype=np.uint8)  # whole words (settle_chunk)
         reader = StreamReader(*counts_file)
-        reader.read_into(codes)
+        reader.read_into(codes[: (self.size + 1) // 2])
         reader.finish()
         os.remove(counts_file[0])
         self.read += codes.nbytes
@@ -466,7 +631,9 @@ class LeanLayer:
                 "working_bytes": codes.nbytes, "exit_lookups": lookups, "stages": stages,
                 "predecessors_told": self.stats["told"], "stage_accesses": self.stats["told"],
                 "disk_bytes_read": self.read, "disk_bytes_written": self.written,
-                "queue_peak_bytes": self.stats["queue_peak"], "queued_bytes": self.stats["queued"]}
+                "queue_peak_bytes": self.stats["queue_peak"], "queued_bytes": self.stats["queued"],
+                "pass_seconds": self.stats["pass_seconds"], "tell_seconds": self.stats["tell_seconds"],
+                "tell_rounds": self.stats["rounds"], "exit_peak_bytes": exit_peak}
 
     def _exits(self) -> tuple[tuple[str, int, int], int]:
         """The exit passes, a group of smaller layers and a slice of ranks at a
@@ -527,51 +694,87 @@ class LeanLayer:
     def _stages(self, codes: np.ndarray, progress: Callable[[str, float], None] | None) -> list[tuple[int, int, int]]:
         """Stages seeds..1, each a pass over the state file then its
         propagation, and the last pass (stage 0) that settles the values.
-        Returns (stage, seeds, predecessors told) a stage."""
-        seeds, size = self.seeds, self.size
-        capacity = self.stack_size
-        stack = np.empty(capacity, dtype=np.int64)
-        stack_movers = np.empty(capacity, dtype=np.uint64)
-        stack_opponents = np.empty(capacity, dtype=np.uint64)
+        Returns (stage, seeds, predecessors told) a stage.
+
+        Each of `tell_threads` tells of the positions on a stack of its own, updating
+        the codes with a compare-and-swap of their byte. When one thread's
+        stack is empty (or too full), all stop: full stacks give their
+        oldest part to the queue file, empty ones take a segment of the
+        queue or half of the deepest stack, and they go on."""
+        seeds = self.seeds
+        threads = self.tell_threads
+        capacity = max(MIN_STACK, self.stack_size // threads)
+        stacks = np.empty((threads, capacity), dtype=np.int64)
+        stack_movers = np.empty((threads, capacity), dtype=np.uint64)
+        stack_opponents = np.empty((threads, capacity), dtype=np.uint64)
         batch = retrograde.BATCH + retrograde.MAX_PREDECESSORS
-        found = np.empty(batch, dtype=np.int64)
-        movers = np.empty(batch, dtype=np.uint64)
-        opponents = np.empty(batch, dtype=np.uint64)
-        child_lost = np.empty(batch, dtype=np.bool_)
-        tally = np.zeros(1, dtype=np.int64)
+        found = np.empty((threads, batch), dtype=np.int64)
+        movers = np.empty((threads, batch), dtype=np.uint64)
+        opponents = np.empty((threads, batch), dtype=np.uint64)
+        child_lost = np.empty((threads, batch), dtype=np.bool_)
+        tallies = np.zeros((threads, retrograde.TALLY_STRIDE), dtype=np.int64)
+        depths = np.zeros(threads, dtype=np.int64)
+        idle = np.zeros(1, dtype=np.uint8)
         room = capacity - batch  # drain_stack's room: the depth it tells from
-        keep = room // 2  # what the stack keeps when it spills
-        state = np.empty(min(self.chunk, max(size, 1)), dtype=np.int8)
+        keep = room // 2  # what a stack keeps when it spills
+        state = np.empty((min(self.chunk, max(self.size, 1)) + 7) // 8 * 8, dtype=np.int8)
         seeds_found = np.empty(state.shape[0], dtype=np.int64)
         queue = RankQueue(self._path("queue", "queue"), self.scratch, seeds, segment=room)
-        assert self.state is not None, "exits first"
         reports = []
+        pass_seconds = tell_seconds = 0.0
+        rounds = 0
+        arrays = (stacks, stack_movers, stack_opponents)
         try:
             for stage in range(seeds, -1, -1):
-                before = tally[0]
+                before = int(tallies[:, 0].sum())
+                tick = time.perf_counter()
                 seeded = self._pass(stage, codes, state, seeds_found, queue)
+                pass_seconds += time.perf_counter() - tick
                 if stage == 0:
                     break
-                depth = 0
+                tick = time.perf_counter()
                 while True:
-                    if depth == 0:
-                        ranks = queue.pop()
-                        if ranks is None:
-                            break
-                        depth = fill_stack(seeds, ranks, stack, stack_movers, stack_opponents, 0, self.rows)
-                    depth = drain_stack(stage, seeds, codes, stack, stack_movers, stack_opponents, depth, found,
-                                        movers, opponents, child_lost, tally)
-                    if depth > room:
-                        # The stack's bottom goes to the queue; its top (the most recent) stays, moved down.
-                        queue.push(stack[: depth - keep])
-                        for array in (stack, stack_movers, stack_opponents):
-                            array[:keep] = array[depth - keep : depth]
-                        depth = keep
-                reports.append((stage, seeded, int(tally[0] - before)))
+                    for thread in range(threads):
+                        if depths[thread] == 0:
+                            ranks = queue.pop()
+                            if ranks is not None:
+                                depths[thread] = fill_stack(seeds, ranks, stacks[thread], stack_movers[thread],
+                                                            stack_opponents[thread], 0, self.rows)
+                    if not depths.any():
+                        break
+                    for thread in range(threads):
+                        donor = int(np.argmax(depths))
+                        if depths[thread] == 0 and depths[donor] >= 2 * retrograde.BATCH:
+                            half = int(depths[donor]) // 2
+                            for array in arrays:
+                                array[thread, :half] = array[donor, :half]
+                                array[donor, : depths[donor] - half] = array[donor, half : depths[donor]]
+                            depths[thread] = half
+                            depths[donor] -= half
+                    idle[0] = 0
+                    rounds += 1
+                    if threads == 1:
+                        depths[0] = drain_stack(stage, seeds, codes, stacks[0], stack_movers[0], stack_opponents[0],
+                                                depths[0], found[0], movers[0], opponents[0], child_lost[0],
+                                                tallies[0], idle, False)
+                    else:
+                        drain_stacks(stage, seeds, codes, stacks, stack_movers, stack_opponents, depths, found,
+                                     movers, opponents, child_lost, tallies, idle)
+                    for thread in range(threads):
+                        depth = int(depths[thread])
+                        if depth > room:
+                            # The stack's bottom goes to the queue; its top (the most recent) stays, moved down.
+                            queue.push(stacks[thread, : depth - keep])
+                            for array in arrays:
+                                array[thread, :keep] = array[thread, depth - keep : depth]
+                            depths[thread] = keep
+                tell_seconds += time.perf_counter() - tick
+                reports.append((stage, seeded, int(tallies[:, 0].sum()) - before))
                 if progress:
                     progress(f"stage {stage}", (seeds - stage + 1) / max(seeds, 1))
         finally:
-            self.stats = {"told": int(tally[0]), "queue_peak": queue.peak, "queued": queue.written}
+            self.stats = {"told": int(tallies[:, 0].sum()), "queue_peak": queue.peak, "queued": queue.written,
+                          "pass_seconds": pass_seconds, "tell_seconds": tell_seconds, "rounds": rounds}
             queue.close()
         return reports
 
@@ -590,7 +793,8 @@ class LeanLayer:
             for lo in range(0, size, self.chunk):
                 piece = state[: min(self.chunk, size - lo)]
                 reader.read_into(piece)
-                found = settle_chunk(stage, lo, piece, codes, seeds_found)
+                with retrograde.thread_count(self.settle_threads):
+                    found = settle_chunk(stage, stage == seeds, lo, piece.shape[0], state, codes, seeds_found)
                 if found:
                     queue.push(seeds_found[:found])
                     total += found
@@ -620,7 +824,7 @@ class LeanLayer:
 class _StateValues:
     """Settled values read from a state file: values[start:stop] reads those
     bytes. Windows read in order (as tables.write_table reads them) are
-    checked against the file's CRC-32 once the last is read."""
+    checked against the file's checksum once the last is read."""
 
     def __init__(self, path: str, size: int, crc: int) -> None:
         self.path, self.crc = path, crc
@@ -646,9 +850,9 @@ class _StateValues:
                 done += got
         finally:
             os.close(descriptor)
-        if start == self.next and stop > start:
-            self.found = zlib.crc32(view, self.found)
+        if start == self.next and stop > start and start % 8 == 0:
+            self.found = (self.found + _sum(view, start)) & 0xFFFFFFFFFFFFFFFF
             self.next = stop
             if stop == self.shape[0] and self.found != self.crc:
-                raise BuildError(f"{self.path} does not match its CRC-32: damaged")
+                raise BuildError(f"{self.path} does not match its checksum: damaged")
         return out
