@@ -72,7 +72,7 @@ from numba import njit, prange
 
 from . import index, retrograde
 from .errors import BuildError
-from .intrinsics import atomic_add, atomic_or, compare_and_swap, prefetch
+from .intrinsics import atomic_add, compare_and_swap, prefetch
 from .layers import LayerStore
 
 EARLIER = 7  # resolved at an earlier stage: its value is in the state file
@@ -87,7 +87,7 @@ STACK = 1 << 19  # resolved positions held in memory to tell of (24 bytes each),
 ENTRY_BYTES = 8  # a queued entry: the rank (int64)
 # Bytes the lean stages hold beside the codes (the stack, a chunk of the state file and its seeds, a batch)
 # and the exit passes beside the smaller layers (a slice's bytes and counts, exit_pass's buffers):
-STAGE_BUFFERS = STACK * 24 + CHUNK * (1 + ENTRY_BYTES) + (4 << 20)
+STAGE_BUFFERS = STACK * (24 + 2 * ENTRY_BYTES) + CHUNK * (1 + ENTRY_BYTES) + (4 << 20)
 EXIT_BUFFERS = EXIT_SLICE * 3 // 2 + retrograde.WORK_SLOTS * retrograde.BLOCK * 6 * 24 + (4 << 20)
 MIN_STACK = 2 * (retrograde.BATCH + retrograde.MAX_PREDECESSORS) + 2  # a batch's pushes and a refill fit
 
@@ -284,17 +284,14 @@ def _tell(codes, rank, child_lost, shared):
 @njit(cache=True)
 def drain_stack(stage: int, seeds: int, codes: np.ndarray, stack: np.ndarray, stack_movers: np.ndarray,
                 stack_opponents: np.ndarray, depth: int, found: np.ndarray, movers: np.ndarray,
-                opponents: np.ndarray, child_lost: np.ndarray, tally: np.ndarray, idle: np.ndarray,
-                shared: bool) -> int:
+                opponents: np.ndarray, child_lost: np.ndarray, tally: np.ndarray, shared: bool) -> int:
     """Tell the predecessors of the positions on the stack, a batch at a time,
     and push those they resolve. Returns the depth left: 0 when all is told,
     or more when the stack has no room for another batch's pushes (the
-    caller moves some of it to the queue file and calls again) or when
-    another thread has stopped (idle[0] set: the caller shares the work
-    out again); a thread that stops sets idle[0]. tally[0] counts the
-    predecessors told."""
+    caller moves some of it elsewhere and calls again). tally[0] counts the
+    predecessors told. With `shared`, other threads update the codes too."""
     room = stack.shape[0] - retrograde.BATCH - retrograde.MAX_PREDECESSORS
-    while depth > 0 and depth <= room and atomic_or(idle, 0, np.uint8(0)) == 0:
+    while depth > 0 and depth <= room:
         count = 0
         while depth > 0 and count < retrograde.BATCH:
             depth -= 1
@@ -313,20 +310,54 @@ def drain_stack(stage: int, seeds: int, codes: np.ndarray, stack: np.ndarray, st
                 stack_opponents[depth] = opponents[i]
                 depth += 1
         tally[0] += count
-    atomic_or(idle, 0, np.uint8(1))
     return depth
 
 
+SEED_TAKE = 64  # ranks a thread takes at once from those it is given to tell of
+
+
 @njit(cache=True, parallel=True)
-def drain_stacks(stage: int, seeds: int, codes: np.ndarray, stacks: np.ndarray, stack_movers: np.ndarray,
-                 stack_opponents: np.ndarray, depths: np.ndarray, found: np.ndarray, movers: np.ndarray,
-                 opponents: np.ndarray, child_lost: np.ndarray, tallies: np.ndarray, idle: np.ndarray) -> None:
-    """drain_stack on each thread's stack (row t of each 2-D array) at once,
-    until one thread stops; depths[t] is left as stack t's depth."""
-    for thread in prange(depths.shape[0]):
-        depths[thread] = drain_stack(stage, seeds, codes, stacks[thread], stack_movers[thread],
-                                     stack_opponents[thread], depths[thread], found[thread], movers[thread],
-                                     opponents[thread], child_lost[thread], tallies[thread], idle, True)
+def tell_ranks(stage: int, seeds: int, codes: np.ndarray, ranks: np.ndarray, counter: np.ndarray,
+               stacks: np.ndarray, stack_movers: np.ndarray, stack_opponents: np.ndarray, depths: np.ndarray,
+               overflow: np.ndarray, overflowed: np.ndarray, found: np.ndarray, movers: np.ndarray,
+               opponents: np.ndarray, child_lost: np.ndarray, tallies: np.ndarray, rows: tuple[np.ndarray, ...],
+               shared: bool) -> None:
+    """Tell of `ranks` (resolved this stage) and of all they resolve in turn,
+    depth first, on as many threads as `stacks` has rows (with `shared`, as
+    numba has them): each takes SEED_TAKE ranks at a time from counter[0]
+    as it becomes free and drains its stack (row t of the 2-D arrays). A
+    stack without room gives its older half to its thread's `overflow`
+    (ranks; overflowed[t] of them); a thread whose overflow cannot take it
+    stops, its stack left at depths[t]. The caller queues what is left:
+    the overflows, the stacks, and ranks[counter[0]:] if a thread stopped
+    before they were taken. One call waits for its threads once."""
+    size = ranks.shape[0]
+    for thread in prange(stacks.shape[0]):
+        stack, stack_mover, stack_opponent = stacks[thread], stack_movers[thread], stack_opponents[thread]
+        depth = depths[thread]
+        while True:
+            if depth == 0:
+                first = atomic_add(counter, 0, np.int64(SEED_TAKE))
+                if first >= size:
+                    break
+                depth = fill_stack(seeds, ranks[first : min(size, first + SEED_TAKE)], stack, stack_mover,
+                                   stack_opponent, 0, rows)
+            depth = drain_stack(stage, seeds, codes, stack, stack_mover, stack_opponent, depth, found[thread],
+                                movers[thread], opponents[thread], child_lost[thread], tallies[thread], shared)
+            if depth == 0:
+                continue
+            half = depth // 2
+            if overflowed[thread] + half > overflow.shape[1]:
+                break
+            for i in range(half):
+                overflow[thread, overflowed[thread] + i] = stack[i]
+            overflowed[thread] += half
+            for i in range(depth - half):
+                stack[i] = stack[half + i]
+                stack_mover[i] = stack_mover[half + i]
+                stack_opponent[i] = stack_opponent[half + i]
+            depth -= half
+        depths[thread] = depth
 
 
 @njit(cache=True)
@@ -510,6 +541,7 @@ class RankQueue:
         self.written = 0
 
     def push(self, ranks: np.ndarray) -> None:
+        """Append `ranks`, in segments of at most `segment`."""
         for first in range(0, ranks.shape[0], self.segment):
             piece = ranks[first : first + self.segment]
             try:
@@ -521,24 +553,30 @@ class RankQueue:
             self.written += piece.nbytes
             self.peak = max(self.peak, self.end)
 
-    def pop(self) -> np.ndarray | None:
-        """The oldest segment, or None when the queue is empty."""
+    def pop(self, most: int) -> np.ndarray | None:
+        """The oldest segments, as many as `most` ranks hold (one at least),
+        or None when the queue is empty."""
         if not self.segments:
             return None
-        offset, count, crc = self.segments.popleft()
-        out = np.empty(count, dtype=np.int64)
-        view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
-        done = 0
-        try:
-            while done < len(view):
-                got = os.preadv(self.descriptor, [view[done:]], offset + done)
-                if got == 0:
-                    raise BuildError(f"{self.path} ended early")
-                done += got
-        except OSError as error:
-            raise BuildError(f"cannot read {self.path}: {error.strerror}") from None
-        if _sum(view, 0) != crc:
-            raise BuildError(f"{self.path} does not match its checksum: damaged")
+        taken = [self.segments.popleft()]
+        while self.segments and sum(entry[1] for entry in taken) + self.segments[0][1] <= most:
+            taken.append(self.segments.popleft())
+        out = np.empty(sum(entry[1] for entry in taken), dtype=np.int64)
+        at = 0
+        for offset, count, crc in taken:
+            view = memoryview(out[at : at + count].view(np.uint8))  # type: ignore[arg-type]  # a buffer
+            done = 0
+            try:
+                while done < len(view):
+                    got = os.preadv(self.descriptor, [view[done:]], offset + done)
+                    if got == 0:
+                        raise BuildError(f"{self.path} ended early")
+                    done += got
+            except OSError as error:
+                raise BuildError(f"cannot read {self.path}: {error.strerror}") from None
+            if _sum(view, 0) != crc:
+                raise BuildError(f"{self.path} does not match its checksum: damaged")
+            at += count
         if not self.segments:
             os.ftruncate(self.descriptor, 0)
             self.end = 0
@@ -696,17 +734,18 @@ class LeanLayer:
         propagation, and the last pass (stage 0) that settles the values.
         Returns (stage, seeds, predecessors told) a stage.
 
-        Each of `tell_threads` tells of the positions on a stack of its own, updating
-        the codes with a compare-and-swap of their byte. When one thread's
-        stack is empty (or too full), all stop: full stacks give their
-        oldest part to the queue file, empty ones take a segment of the
-        queue or half of the deepest stack, and they go on."""
+        A stage's seeds, and what did not fit the stacks, wait in the queue
+        file; they are told of SEED_BATCH at a time (tell_ranks), each of
+        `tell_threads` taking them as it becomes free, updating the codes
+        with a compare-and-swap of their byte when there are several."""
         seeds = self.seeds
         threads = self.tell_threads
         capacity = max(MIN_STACK, self.stack_size // threads)
         stacks = np.empty((threads, capacity), dtype=np.int64)
         stack_movers = np.empty((threads, capacity), dtype=np.uint64)
         stack_opponents = np.empty((threads, capacity), dtype=np.uint64)
+        overflow = np.empty((threads, capacity), dtype=np.int64)
+        overflowed = np.zeros(threads, dtype=np.int64)
         batch = retrograde.BATCH + retrograde.MAX_PREDECESSORS
         found = np.empty((threads, batch), dtype=np.int64)
         movers = np.empty((threads, batch), dtype=np.uint64)
@@ -714,16 +753,13 @@ class LeanLayer:
         child_lost = np.empty((threads, batch), dtype=np.bool_)
         tallies = np.zeros((threads, retrograde.TALLY_STRIDE), dtype=np.int64)
         depths = np.zeros(threads, dtype=np.int64)
-        idle = np.zeros(1, dtype=np.uint8)
-        room = capacity - batch  # drain_stack's room: the depth it tells from
-        keep = room // 2  # what a stack keeps when it spills
+        counter = np.zeros(1, dtype=np.int64)
         state = np.empty((min(self.chunk, max(self.size, 1)) + 7) // 8 * 8, dtype=np.int8)
         seeds_found = np.empty(state.shape[0], dtype=np.int64)
-        queue = RankQueue(self._path("queue", "queue"), self.scratch, seeds, segment=room)
+        queue = RankQueue(self._path("queue", "queue"), self.scratch, seeds, segment=self.stack_size)
         reports = []
         pass_seconds = tell_seconds = 0.0
         rounds = 0
-        arrays = (stacks, stack_movers, stack_opponents)
         try:
             for stage in range(seeds, -1, -1):
                 before = int(tallies[:, 0].sum())
@@ -734,40 +770,22 @@ class LeanLayer:
                     break
                 tick = time.perf_counter()
                 while True:
-                    for thread in range(threads):
-                        if depths[thread] == 0:
-                            ranks = queue.pop()
-                            if ranks is not None:
-                                depths[thread] = fill_stack(seeds, ranks, stacks[thread], stack_movers[thread],
-                                                            stack_opponents[thread], 0, self.rows)
-                    if not depths.any():
+                    ranks = queue.pop(self.stack_size)
+                    if ranks is None:
                         break
-                    for thread in range(threads):
-                        donor = int(np.argmax(depths))
-                        if depths[thread] == 0 and depths[donor] >= 2 * retrograde.BATCH:
-                            half = int(depths[donor]) // 2
-                            for array in arrays:
-                                array[thread, :half] = array[donor, :half]
-                                array[donor, : depths[donor] - half] = array[donor, half : depths[donor]]
-                            depths[thread] = half
-                            depths[donor] -= half
-                    idle[0] = 0
+                    counter[0] = 0
+                    overflowed[:] = 0
                     rounds += 1
-                    if threads == 1:
-                        depths[0] = drain_stack(stage, seeds, codes, stacks[0], stack_movers[0], stack_opponents[0],
-                                                depths[0], found[0], movers[0], opponents[0], child_lost[0],
-                                                tallies[0], idle, False)
-                    else:
-                        drain_stacks(stage, seeds, codes, stacks, stack_movers, stack_opponents, depths, found,
-                                     movers, opponents, child_lost, tallies, idle)
+                    with retrograde.thread_count(threads):
+                        tell_ranks(stage, seeds, codes, ranks, counter, stacks, stack_movers, stack_opponents, depths,
+                                   overflow, overflowed, found, movers, opponents, child_lost, tallies, self.rows,
+                                   threads > 1)
+                    if counter[0] < ranks.shape[0]:
+                        queue.push(ranks[counter[0] :])
                     for thread in range(threads):
-                        depth = int(depths[thread])
-                        if depth > room:
-                            # The stack's bottom goes to the queue; its top (the most recent) stays, moved down.
-                            queue.push(stacks[thread, : depth - keep])
-                            for array in arrays:
-                                array[thread, :keep] = array[thread, depth - keep : depth]
-                            depths[thread] = keep
+                        queue.push(overflow[thread, : overflowed[thread]])
+                        queue.push(stacks[thread, : depths[thread]])
+                    depths[:] = 0
                 tell_seconds += time.perf_counter() - tick
                 reports.append((stage, seeded, int(tallies[:, 0].sum()) - before))
                 if progress:
