@@ -550,7 +550,8 @@ def _plan_here(result, max_seeds, as_json):
         return
     gib = 2**30
     click.echo(f"memory budget {result['budget_bytes'] / gib:.1f} GiB: builds layers up to "
-               f"{result['largest_in_memory']} in memory, {result['largest_layer']} with the disk mode; "
+               f"{result['largest_in_memory']} in memory, {result['largest_layer']} with the disk mode or the lean "
+               f"stages; "
                f"rates from {result['measured_on']} ({result['rate']:,.0f} positions/s, "
                f"{result['file_bytes_per_position']:.3f} B/position on disk; scratch disk at "
                f"{result['disk_bandwidth'] / 1e9:.1f} GB/s)")

@@ -46,7 +46,8 @@ LEAN_BASE_BYTES = 256 << 20  # the process in the lean stages (numba, its thread
 # to 8 seeds peaks at 188 MB once its kernels are cached, and BASE_BYTES (512 MiB) would refuse a 500 MiB budget
 LEAN_QUEUE_BYTES = 1.0  # bytes a position the lean stages' queue file may reach, planned high (layer 12, stack of
 # 1,000: 0.51)
-LEAN_SLOWDOWN = 3.0  # lean over in-memory seconds on the same layer (layers 23, 24: docs/PERFORMANCE.md)
+LEAN_SLOWDOWN = 2.2  # lean over in-memory seconds on the same layer (layer 24 under 500M, alternated: 2.21 and
+# 2.18, docs/PERFORMANCE.md "Lean stages"; its scratch traffic in the page cache)
 # Sliced stages, measured on layer 16 in 2 and 4 slices (docs/DISK.md): a chain of won and lost positions
 # crosses between slices at nearly every ply, so a stage visits each slice about 20 times.
 VISITS_A_STAGE = 20.0  # visits of each slice a stage, each a read and a write of it
