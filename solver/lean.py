@@ -26,13 +26,14 @@ stage (settle_chunk) both writes the previous stage's results into it (codes
 the exit bit where E = -k (at the first stage, where E <= -k, no exit at all
 included), and finds the stage's seeds (E = +k: won; E = -k with no
 unrefuted child: lost). Then the seeds are told of, depth first, as
-retrograde.propagate_stage does (drain_stack): un-sowing gives the
+retrograde.propagate_stage does (tell_ranks, drain_stack): un-sowing gives the
 predecessors (retrograde.predecessors), a lost child makes an unresolved
 predecessor won, a won child takes one from its count, and a count that
 reaches zero with the exit bit set is lost. What resolves goes on an
-in-memory stack with its words; when the stack fills, ranks go to a
-queue file in the scratch folder, read back in order (the sign is in the
-code, so a rank is all an entry needs). After stage 1 the last pass writes
+in-memory stack with its words; when the stack fills, its older half goes
+to an overflow of ranks and from there to a queue file in the scratch
+folder, read back in order (the sign is in the code, so a rank is all an
+entry needs). The seeds wait in the same queue. After stage 1 the last pass writes
 stage 1's results, and what is still unresolved is endless play (or an
 exit of 0): 0, as retrograde.settle_endless says.
 
@@ -46,13 +47,14 @@ stages' codes once the smaller layers are dropped. So the layer's own
 state is never resident beside its smaller layers, and the stages hold half
 a byte a position, their stack and a chunk of the state file.
 
-The propagation runs on one thread (no two threads ever update the nibbles
-of one byte); the exit passes use every thread. Files are created
+The exit passes use every thread; the passes and the propagation one by
+default (measured: docs/DISK.md). The propagation can take several
+(tell_threads), each with a stack of its own, updating a code with a
+compare-and-swap of the byte it shares with its neighbour. Files are created
 exclusively (never through a link), checked by a checksum as they are read
 (not zlib's CRC-32: it was the stages' bottleneck) and removed once used; a
-full disk stops the build in one line (BuildError). A
-killed build restarts the layer from its exits: the lean stages keep no
-journal yet (docs/DISK.md).
+full disk stops the build in one line (BuildError). A killed build restarts
+the layer from its exits: the lean stages keep no journal yet (docs/DISK.md).
 """
 
 from __future__ import annotations
