@@ -33,7 +33,7 @@ from typing import Any, ClassVar, TypeVar, cast
 import numba
 import numpy as np
 
-from . import disk, distance, distributed, index, layer_state, retrograde, tables, verify_layer
+from . import disk, distance, distributed, index, layer_state, lean, retrograde, tables, verify_layer
 from .errors import BuildError, CorruptTableError, ScratchError, TableMismatchError, TableWriteError
 from .layers import LayerStore
 from .plan import (
@@ -42,6 +42,7 @@ from .plan import (
     disk_least_bytes,
     disk_plan,
     exit_groups,
+    lean_plan,
     least_bytes,
     memory_message,
     mode,
@@ -469,6 +470,37 @@ def build_layer_on_disk(seeds: int, directory: str, scratch: str, store: LayerSt
     return stats
 
 
+def build_layer_lean(seeds: int, directory: str, scratch: str, store: LayerStore, layout: dict[str, Any],
+                     rows: tuple[np.ndarray, ...], progress: Callable | None = None,
+                     locked: bool = False) -> dict[str, Any]:
+    """Solve layer `seeds` in the lean stages (solver.lean) with `layout`
+    (plan.lean_plan), its scratch files in `scratch`, and write its file;
+    return stats. The scratch folder is checked as in the disk mode; `locked`:
+    the caller holds its lock (else it is taken here)."""
+    _usable_folder(scratch, "scratch folder")
+    with _no_lock() if locked else BuildLock(scratch, "scratch folder"):
+        layer = lean.LeanLayer(seeds, scratch, store, rows, layout["groups"], lambda m: _load(directory, store, m))
+        layer.clear()  # what a killed run left: the lean stages start the layer over
+        free = disk.free_bytes(scratch)
+        if free < layout["scratch_bytes"]:
+            raise BuildError(f"layer {seeds} needs {layout['scratch_bytes'] / 1e9:.1f} GB in the scratch folder "
+                             f"{scratch} (lean stages), which has {free / 1e9:.1f} GB free: free some space or give "
+                             "another --scratch")
+        started = time.perf_counter()
+        try:
+            stats = layer.solve(progress)
+            written = time.perf_counter()
+            values, counts = layer.values()
+            tables.write_table(directory, seeds, values, counts=counts, build_seconds=written - started,
+                               extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
+                                      "exit_passes": stats["exit_passes"]})
+        finally:
+            layer.clear()
+        stats["write_seconds"] = time.perf_counter() - written
+        stats["load_seconds"] = 0.0
+    return stats
+
+
 class _no_lock:
     def __enter__(self) -> None:
         return None
@@ -546,8 +578,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
         if too_big:
             raise BuildError(f"{memory_message(too_big[0], budget)}; the disk mode needs "
                              f"{disk_least_bytes(too_big[0]) / 2**30:.1f} GiB for it (docs/DISK.md)")
-        layouts = {n: _disk_layout(n, budget, disk_slices, disk_sliced_stages) for n in missing}
-        on_disk = any(layout is not None for layout in layouts.values())
+        layouts = {n: _layer_layouts(n, budget, disk_slices, disk_sliced_stages) for n in missing}
+        on_disk = any(layout is not None for pair in layouts.values() for layout in pair)
         if on_disk:
             _usable_folder(scratch, "scratch folder")
         scratch_held = os.path.realpath(scratch) in held and os.path.isdir(scratch)
@@ -576,8 +608,15 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                     continue
                 if seeds in missing:
                     step = progress and (lambda step, fraction, n=seeds: progress(n, step, fraction))
-                    layout = layouts[seeds]
-                    if layout is None:
+                    layout, lean_layout = layouts[seeds]
+                    if lean_layout is not None:
+                        stats = build_layer_lean(seeds, directory, scratch, store, lean_layout, rows, progress=step,
+                                                 locked=True)
+                        _clear_layer_files(seeds, None, checkpoint_dir, "it was built in the lean stages")
+                        row.update(mode="lean", distances=False, scratch_bytes=lean_layout["scratch_bytes"],
+                                   disk_bytes_read=stats["disk_bytes_read"],
+                                   disk_bytes_written=stats["disk_bytes_written"])
+                    elif layout is None:
                         checkpoints = (LayerCheckpoints(seeds, checkpoint_dir, checkpoint_interval, told)
                                        if checkpoint_dir else None)
                         stats = build_layer(seeds, directory, store, budget, rows, progress=step,
@@ -615,12 +654,18 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     return store
 
 
-def _disk_layout(seeds: int, budget: int, disk_slices: int | None, sliced_stages: bool) -> dict[str, Any] | None:
-    """The disk mode's layout of layer `seeds` (plan.disk_plan), or None for a layer built in memory."""
+def _layer_layouts(seeds: int, budget: int, disk_slices: int | None,
+                   sliced_stages: bool) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """How layer `seeds` is built: (the disk mode's layout, plan.disk_plan; the
+    lean stages' layout, plan.lean_plan), both None for a layer built in
+    memory. Slices asked for (`disk_slices`) force the disk mode; the lean
+    stages come before the disk mode's stages in slices (plan.mode)."""
     layout = disk_plan(seeds, budget, disk_slices, sliced_stages) if disk_slices else None
+    if layout is None and mode(seeds, budget) == "lean":
+        return None, lean_plan(seeds, budget)
     if layout is None and least_bytes(seeds) > budget:
         layout = disk_plan(seeds, budget)
-    return layout
+    return layout, None
 
 
 def _remove_if_empty(folder: str) -> None:

@@ -400,6 +400,8 @@ def _layer_reporter(bars, as_json):
                f"{row['scratch_bytes'] / 1e9:.2f} GB scratch, "
                f"{(row['disk_bytes_read'] + row['disk_bytes_written']) / 1e9:.2f} GB read and written"
                if row.get("mode") == "disk" else "")
+            + (f"  lean stages: {(row['disk_bytes_read'] + row['disk_bytes_written']) / 1e9:.2f} GB read and written"
+               if row.get("mode") == "lean" else "")
         )
         if row.get("processes", 1) > 1:
             line += (f"  exchanged {row['bytes_exchanged_per_position']:.1f} B/position, "
@@ -436,12 +438,15 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
         need = max(least_bytes(n) for n in range(max_seeds + 1))
         on_disk = [n for n in range(max_seeds + 1) if n not in leave_out and mode(n, budget) == "disk"]
         sliced = [n for n in on_disk if (disk_plan(n, budget) or {}).get("sliced_stages")]
+        lean = [n for n in range(max_seeds + 1) if n not in leave_out and mode(n, budget) == "lean"]
         click.echo(f"building layers 0..{max_seeds} ({total:,} positions) in {directory}; "
                    f"memory budget {budget / 2**30:.1f} GiB, the largest layer needs at least {need / 2**30:.1f} GiB"
                    + (f" in memory; layers {', '.join(map(str, on_disk))} in the disk mode, scratch in "
                       f"{scratch or os.path.join(directory, builder.SCRATCH_NAME)}" if on_disk else "")
                    + (f" (layers {', '.join(map(str, sliced))} with their stages in slices too: many times slower, "
                       "see awele plan)" if sliced else "")
+                   + (f"; layers {_layer_ranges(lean)} in the lean stages (half a byte a position, docs/DISK.md)"
+                      if lean else "")
                    + (f"; leaving out layer {', '.join(map(str, leave_out))}" if leave_out else "")
                    + (f"; checkpoints in {checkpoint_dir}" if checkpoint_dir else ""))
     started = time.perf_counter()
@@ -558,7 +563,8 @@ def _plan_here(result, max_seeds, as_json):
         return
     gib = 2**30
     click.echo(f"memory budget {result['budget_bytes'] / gib:.1f} GiB: builds layers up to "
-               f"{result['largest_in_memory']} in memory, {result['largest_layer']} with the disk mode; "
+               f"{result['largest_in_memory']} in memory, {result['largest_layer']} with the disk mode or the lean "
+               f"stages; "
                f"rates from {result['measured_on']} ({result['rate']:,.0f} positions/s, "
                f"{result['file_bytes_per_position']:.3f} B/position on disk; scratch disk at "
                f"{result['disk_bandwidth'] / 1e9:.1f} GB/s)")
@@ -571,7 +577,7 @@ def _plan_here(result, max_seeds, as_json):
         if row["mode"] == "left out":
             click.echo(f"{row['seeds']:>5} {row['positions']:>16,} {'-':>7}   left out (no game reaches it)")
             continue
-        fits = row["mode"] in ("memory", "disk")
+        fits = row["mode"] in ("memory", "disk", "lean")
         memory = row["peak_bytes"] if fits else row["disk_least_bytes"]
         shown = "sliced" if row.get("sliced_stages") else row["mode"]
         click.echo(

@@ -19,7 +19,7 @@ import itertools
 import os
 import re
 
-from . import distributed, index, layer_state, tables, verify_layer
+from . import distributed, index, layer_state, lean, tables, verify_layer
 from .errors import BuildError
 from .layers import available_memory
 from .rules import ROW
@@ -41,6 +41,13 @@ DISK_BANDWIDTH = 1.7e9  # bytes a second the scratch disk reads or writes sequen
 EXIT_SCAN_SECONDS = 3.0e-8  # seconds a position an exit pass over one more group adds, 2 cores (layer 20, DISK.md)
 MAX_SLICED = 256  # the most slices of a layer whose stages run a slice at a time
 STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chunk at a time, block flags
+# The lean stages (solver.lean, docs/DISK.md):
+LEAN_BASE_BYTES = 256 << 20  # the process in the lean stages (numba, its threads, row tables, the writer): a build
+# to 8 seeds peaks at 188 MB once its kernels are cached, and BASE_BYTES (512 MiB) would refuse a 500 MiB budget
+LEAN_QUEUE_BYTES = 1.0  # bytes a position the lean stages' queue file may reach, planned high (layer 12, stack of
+# 1,000: 0.51)
+LEAN_SLOWDOWN = 2.2  # lean over in-memory seconds on the same layer (layer 24 under 500M, alternated: 2.21 and
+# 2.18, docs/PERFORMANCE.md "Lean stages"; its scratch traffic in the page cache)
 # Sliced stages, measured on layer 16 in 2 and 4 slices (docs/DISK.md): a chain of won and lost positions
 # crosses between slices at nearly every ply, so a stage visits each slice about 20 times.
 VISITS_A_STAGE = 20.0  # visits of each slice a stage, each a read and a write of it
@@ -113,16 +120,52 @@ def largest_layer(budget: int, disk: bool = True) -> int:
     `disk`, in either mode."""
     best = -1
     for seeds in range(index.MAX_SEEDS + 1):
-        if least_bytes(seeds) <= budget or (disk and disk_plan(seeds, budget) is not None):
+        if least_bytes(seeds) <= budget or (disk and (disk_plan(seeds, budget) is not None
+                                                      or lean_plan(seeds, budget) is not None)):
             best = seeds
     return best
 
 
 def mode(seeds: int, budget: int) -> str:
-    """How a build under `budget` makes layer `seeds`: "memory", "disk" or "too big"."""
+    """How a build under `budget` makes layer `seeds`: "memory", "disk",
+    "lean" or "too big". The lean stages come before the disk mode's stages
+    in slices, which are many times slower (docs/DISK.md)."""
     if least_bytes(seeds) <= budget:
         return "memory"
-    return "disk" if disk_plan(seeds, budget) is not None else "too big"
+    layout = disk_plan(seeds, budget)
+    if layout is not None and not layout["sliced_stages"]:
+        return "disk"
+    if lean_plan(seeds, budget) is not None:
+        return "lean"
+    return "disk" if layout is not None else "too big"
+
+
+def lean_least_bytes(seeds: int) -> int:
+    """The least budget the lean stages build layer `seeds` in (lean_plan)."""
+    largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
+    size = index.layer_size(seeds)
+    return LEAN_BASE_BYTES + max((size + 1) // 2 + lean.STAGE_BUFFERS, largest + lean.EXIT_BUFFERS)
+
+
+def lean_plan(seeds: int, budget: int) -> dict | None:
+    """The lean stages' plan of layer `seeds` under `budget` (solver.lean), or
+    None when they cannot build it: the stages hold half a byte a position
+    and their buffers, the exits a slice beside a group of smaller layers.
+    Returns groups (smaller layers by exit pass), memory_bytes (the peak of
+    either phase), scratch_bytes (two state files, the counts file and the
+    queue, planned high) and traffic_bytes (scratch read and written)."""
+    size = index.layer_size(seeds)
+    stages = LEAN_BASE_BYTES + (size + 1) // 2 + lean.STAGE_BUFFERS
+    room = budget - LEAN_BASE_BYTES - lean.EXIT_BUFFERS
+    largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
+    if stages > budget or largest > room:
+        return None
+    groups = first_fit(layer_state.exit_layers(seeds), room)
+    group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
+    return {"groups": groups,
+            "memory_bytes": max(stages, LEAN_BASE_BYTES + lean.EXIT_BUFFERS + group_bytes),
+            "scratch_bytes": 2 * size + (size + 1) // 2 + int(size * LEAN_QUEUE_BYTES),
+            "traffic_bytes": size * (2 * len(groups) + 1 + 2 * (seeds + 1))}
 
 
 def disk_bounds(size: int, parts: int) -> list[int]:
@@ -269,10 +312,11 @@ def size_text(count: int, up: bool = False) -> str:
 
 def budget_too_small(budget: int) -> str | None:
     """Why `budget` builds no layer at all (one line), or None if it builds one."""
-    if least_bytes(0) <= budget:
+    if least_bytes(0) <= budget or lean_plan(0, budget) is not None:
         return None
     return (f"the memory budget of {size_text(budget)} builds no layer: layer 0 needs at least "
-            f"{size_text(least_bytes(0), up=True)} (the process itself takes {size_text(BASE_BYTES)})")
+            f"{size_text(min(least_bytes(0), lean_least_bytes(0)), up=True)} (the process itself takes "
+            f"{size_text(LEAN_BASE_BYTES)})")
 
 
 def memory_message(seeds: int, budget: int) -> str:
@@ -381,6 +425,12 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
                        sliced_stages=layout["sliced_stages"],
                        scratch_bytes=layout["scratch_bytes"], disk_traffic_bytes=layout["traffic_bytes"],
                        seconds=disk_seconds(seeds, layout, rate))
+        elif row["mode"] == "lean":
+            lean_layout = lean_plan(seeds, budget)
+            assert lean_layout is not None, "mode() said lean"
+            row.update(exit_passes=len(lean_layout["groups"]), peak_bytes=lean_layout["memory_bytes"],
+                       scratch_bytes=lean_layout["scratch_bytes"], disk_traffic_bytes=lean_layout["traffic_bytes"],
+                       seconds=size / rate * LEAN_SLOWDOWN + lean_layout["traffic_bytes"] / DISK_BANDWIDTH)
         else:
             row["disk_least_bytes"] = disk_least_bytes(seeds)
         if seeds in leave_out:

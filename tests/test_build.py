@@ -198,11 +198,12 @@ def test_a_pending_code_keeps_its_exit_and_is_never_a_value():
 def test_a_budget_too_small_stops_before_any_work_in_one_line(tmp_path):
     directory = str(tmp_path / "small")
     budget = plan.BASE_BYTES + plan.working_bytes(14) - 1  # not even the disk mode's working state
-    assert plan.least_bytes(13) <= budget and plan.mode(14, budget) == "too big"
-    with pytest.raises(BuildError, match=r"layer 14 needs .* builds layers up to 13"):
-        build.build(16, directory, memory=budget)
+    assert plan.least_bytes(13) <= budget and plan.mode(14, budget) == "lean"  # half a byte a position
+    assert plan.mode(24, budget) == "lean" and plan.mode(25, budget) == "too big"
+    with pytest.raises(BuildError, match=r"layer 25 needs .* builds layers up to 24"):
+        build.build(26, directory, memory=budget)
     assert tables.built_layers(directory) == []
-    result = CliRunner().invoke(cli, ["build", "--max-seeds", "16", "--dir", directory, "--memory", "520M"])
+    result = CliRunner().invoke(cli, ["build", "--max-seeds", "26", "--dir", directory, "--memory", "520M"])
     assert result.exit_code == 2
     assert "needs at least" in result.output and "builds layers up to" in result.output
 
