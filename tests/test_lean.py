@@ -178,7 +178,8 @@ def test_a_full_scratch_disk_stops_a_lean_layer_in_one_line_and_leaves_nothing(t
     with pytest.raises(BuildError, match=r"the scratch folder .* is full \(layer 0, lean stages\)"):
         build.build(3, directory, memory=400 << 20)
     assert tables.built_layers(directory) == []
-    assert os.listdir(os.path.join(directory, build.SCRATCH_NAME)) == []
+    scratch = os.path.join(directory, build.SCRATCH_NAME)
+    assert not os.path.exists(scratch) or os.listdir(scratch) == []  # the default folder goes once empty
     monkeypatch.undo()
     build.build(3, directory, memory=400 << 20)
     assert tables.built_layers(directory) == [0, 1, 2, 3]
