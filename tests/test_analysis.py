@@ -351,6 +351,7 @@ def test_best_says_when_its_table_value_is_the_tables_convention(table_dir):
     assert "convention" not in ends, ends
 
 
+@pytest.mark.slow  # 45 s from a fresh clone: CI runs it on its slow line (.ci/run)
 def test_exact_values_under_the_true_rule_agree_with_the_brute_force(table_dir):
     """Random small games, from the tables and searched: a move's value shown
     exact under the true rule is the brute force's; a ply says "own" only
