@@ -41,6 +41,7 @@ from .plan import (
     default_budget,
     disk_least_bytes,
     disk_plan,
+    distance_groups,
     exit_groups,
     lean_plan,
     least_bytes,
@@ -381,7 +382,10 @@ def check_resumed(directory: str, seeds: int, store: LayerStore, budget: int, va
 
 def _distances(seeds, directory, store, budget, rows):
     """The distances of layer `seeds`, solved in `store` (solver.distance), or None when the budget cannot hold them."""
-    return distance.build_distances(seeds, store, budget, rows, lambda m: _load(directory, store, m),
+    groups = distance_groups(seeds, budget)
+    if groups is None:
+        return None
+    return distance.build_distances(seeds, store, groups, rows, lambda m: _load(directory, store, m),
                                     lambda keep, need, working: _make_room(store, keep, need, budget, working))
 
 
@@ -390,7 +394,7 @@ def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, ro
     """Give the file of layer `seeds`, which holds values alone, its distances
     (its values and smaller layers read, checked, into `store`); return
     their stats, or None when the budget cannot hold the pass."""
-    if distance.distance_groups(seeds, budget) is None:
+    if distance_groups(seeds, budget) is None:
         return None
     for m in store.layers():
         if m not in layer_state.exit_layers(seeds) and m not in (seeds, seeds - 1):

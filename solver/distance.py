@@ -91,7 +91,6 @@ from .layer_state import (
     exit_layers,
     has_byte,
     hot_kernel,
-    order_fingerprint,
     predecessors,
     thread_count,
 )
@@ -600,30 +599,13 @@ def for_file(found: LayerDistances, values: np.ndarray) -> tuple[np.ndarray, np.
     return found.distance, rows[values[rows[:, 0]] > 0] if rows.shape[0] else rows
 
 
-def distance_groups(seeds: int, budget: int) -> list[list[int]] | None:
-    """The smaller layers of layer `seeds` grouped for its distance pass
-    within `budget` (first fit, largest first), beside the layer's values
-    and the pass's working state; None when the largest does not fit."""
-    from .plan import BASE_BYTES, first_fit
-
-    size = index.layer_size(seeds)
-    room = budget - BASE_BYTES - size - working_bytes(size)
-    if max((index.layer_size(m) for m in exit_layers(seeds)), default=0) > room:
-        return None
-    return first_fit(exit_layers(seeds), room)
-
-
-def build_distances(seeds: int, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...] | None,
-                    load: Callable[[int], None], make_room: Callable[[set[int], int, int], None]
-                    ) -> LayerDistances | None:
-    """The distances of layer `seeds`, its values loaded in `store`, within
-    `budget`: the smaller layers a group at a time, those already held
-    first (load(m) reads layer m into the store; make_room(keep, need,
-    working) drops others until `need` more bytes fit beside `working`).
-    What solver.build calls; None when the budget cannot hold the pass."""
-    groups = distance_groups(seeds, budget)
-    if groups is None:
-        return None
+def build_distances(seeds: int, store: LayerStore, groups: list[list[int]], rows: tuple[np.ndarray, ...] | None,
+                    load: Callable[[int], None], make_room: Callable[[set[int], int, int], None]) -> LayerDistances:
+    """The distances of layer `seeds`, its values loaded in `store`: the
+    smaller layers a group at a time (`groups`, plan.distance_groups), those
+    already held first (load(m) reads layer m into the store;
+    make_room(keep, need, working) drops others until `need` more bytes fit
+    beside `working`). What solver.build calls."""
     solver = DistanceSolver(seeds, store, rows)
     groups.sort(key=lambda group: -sum(1 for m in group if store.loaded[m]))
     for group in groups:
@@ -638,10 +620,3 @@ def build_distances(seeds: int, store: LayerStore, budget: int, rows: tuple[np.n
 
 __all__ = ["DERIVE", "DERIVED", "DISTANCE_CAP", "NO_DISTANCE", "DistanceSolver", "LayerDistances", "build_distances",
            "distance_at", "distance_histogram", "for_file", "layer_distances"]
-
-
-@njit(cache=True)
-def compiled_order_fingerprint() -> int:
-    """index.ORDER_OFFSET as this file's kernels were compiled with it (a
-    constant): retrograde.check_compiled_order compares it with index's."""
-    return order_fingerprint(index.ORDER_OFFSET)

@@ -19,7 +19,7 @@ import itertools
 import os
 import re
 
-from . import distributed, index, layer_state, lean, tables, verify_layer
+from . import distance, distributed, index, layer_state, lean, tables, verify_layer
 from .errors import BuildError
 from .layers import available_memory
 from .rules import ROW
@@ -522,3 +522,14 @@ def least_processes(seeds: int, memory_per_process: int, threads: int = 1) -> in
         else:
             low = middle + 1
     return low
+
+
+def distance_groups(seeds: int, budget: int) -> list[list[int]] | None:
+    """The smaller layers of layer `seeds` grouped for its distance pass
+    within `budget` (first fit, largest first), beside the layer's values
+    and the pass's working state; None when the largest does not fit."""
+    size = index.layer_size(seeds)
+    room = budget - BASE_BYTES - size - distance.working_bytes(size)
+    if max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0) > room:
+        return None
+    return first_fit(layer_state.exit_layers(seeds), room)

@@ -51,7 +51,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from . import distance, exits, index, slice_stages, stages, verify_layer
+from . import exits, index, slice_stages, stages, verify_layer
 from .errors import BuildError
 from .exits import exit_pass
 from .layer_state import (
@@ -71,7 +71,7 @@ COMPILE_SECONDS = 30  # numba's first compilation of the builder's kernels on 2 
 
 # The modules whose kernels take index's tables into their code (see the
 # note at their import of index), each cached by numba on its own file.
-KERNEL_MODULES = (exits, stages, slice_stages, verify_layer, distance)
+KERNEL_MODULES = (exits, stages, slice_stages, verify_layer)
 
 
 def kernels_cached() -> bool:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from naive import naive_legal_moves, naive_play, naive_terminal_value
 from naive_distance import naive_distances
 
-from solver import Position, build, distance, index, retrograde, tables
+from solver import Position, build, distance, index, plan, retrograde, tables
 from solver.cli import cli
 from solver.distance import DISTANCE_CAP, NO_DISTANCE, distance_at, layer_distances
 from solver.errors import CorruptTableError, MissingDistanceError
@@ -281,8 +281,8 @@ def test_best_shows_each_move_s_distance(table_dir):
 
 
 def test_a_layer_whose_distances_do_not_fit_the_budget_is_written_with_its_values_alone(tmp_path, monkeypatch):
-    groups = distance.distance_groups
-    monkeypatch.setattr(distance, "distance_groups", lambda n, budget: None if n == 8 else groups(n, budget))
+    groups = plan.distance_groups
+    monkeypatch.setattr(build, "distance_groups", lambda n, budget: None if n == 8 else groups(n, budget))
     rows = []
     build.build(8, str(tmp_path), report=rows.append)
     assert [r["distances"] for r in rows] == [True] * 8 + [False]
