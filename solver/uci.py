@@ -19,10 +19,11 @@ Aalina made for Oware (docs/UCI.md describes the dialect as implemented):
 
 The search runs in a thread, so ``isready`` and ``stop`` are read and
 answered while it runs. The searcher (kernels, tables) is made in the
-background once ``uciok`` is said; a ``go`` with no ``isready`` before it
-waits for it only as long as its time allows, then answers from the tables
-or a two-ply choice by captures, on time (a go's time runs from when its
-line came). A position whose layer is in the tables is answered
+background once ``uciok`` is said (a GUI waits for it a short time);
+a ``go`` with no ``isready`` before it waits for it only as long as its
+time allows, then answers on time from the tables, or from a search by
+captures in plain Python (solver/early.py) while the kernels still load
+(a go's time runs from when its line came). A position whose layer is in the tables is answered
 from them (every move's table value, a move that ends the game, by a
 repetition of the game's history included, scored by the true rule). Lines
 that are not understood, and positions with an illegal move, are ignored and
@@ -51,6 +52,9 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, ClassVar, TextIO
 
 from . import __version__
+from .early import EarlyError, EarlyGame
+from .early import parse as early_parse
+from .early import search as early_search
 from .errors import (
     AweleError,
     IllegalMoveError,
@@ -80,6 +84,8 @@ RESPONSE_SHARE = 0.03
 # then answers from what is loaded.
 PREPARE_SHARE = 0.6
 SEARCH_AT_LEAST = 0.25
+EARLY_MARGIN = 0.01  # seconds kept back from a go answered by the early rules' search (it stops within ms)
+MOST_SEEDS = 48  # an early search's value beyond this counts a won or lost end (not a number of seeds)
 
 
 def response_margin(seconds: float) -> float:
@@ -311,6 +317,10 @@ class UciEngine:
         self._preparing: threading.Thread | None = None
         self._unprepared_key: tuple | None = None  # options the searcher could not be made for
         self._tables_ready = threading.Event()  # the tables folder opened and its look-ups loaded
+        self._rules_loaded = threading.Event()  # the rules' kernels loaded: Game can be used
+        # A position read before the rules' kernels loaded: its words and its game
+        # under the early rules (solver/early.py); the Game is made from the words later.
+        self._early: tuple[list[str], EarlyGame] | None = None
 
     # Output ----------------------------------------------------------------------
 
@@ -340,6 +350,9 @@ class UciEngine:
     @property
     def game(self) -> Game:
         """The game the next ``go`` searches (the opening until a ``position``)."""
+        if self._early is not None:  # read by the early rules: made now with the kernels
+            words, self._early = self._early[0], None
+            self._game = parse_position(words)
         if self._game is None:
             from .position import Game
 
@@ -348,7 +361,7 @@ class UciEngine:
 
     @game.setter
     def game(self, game: Game) -> None:
-        self._game = game
+        self._game, self._early = game, None
 
     # The loop --------------------------------------------------------------------
 
@@ -461,7 +474,7 @@ class UciEngine:
             raise UciError("a search is running; send stop first")
         # The transposition table carries over: its entries hold in any game
         # (a score that rests on the path above a node is never stored).
-        self._game = None
+        self._game, self._early = None, None
 
     def _debug(self, arguments):
         self.debug = arguments[:1] != ["off"]
@@ -479,20 +492,35 @@ class UciEngine:
     def _position(self, arguments):
         if self.searching():
             raise UciError("a search is running; send stop first")
+        if not self._rules_loaded.is_set():
+            # The kernels still load: the early rules read it now (a go may follow at once).
+            try:
+                early = early_parse(arguments)
+            except EarlyError as error:
+                raise UciError(str(error)) from None
+            if early is not None:
+                self._game, self._early = None, (list(arguments), early)
+                return
         self.game = parse_position(arguments)
 
     def _go(self, arguments):
         if self.searching():
             raise UciError("a search is already running")
-        limits = parse_go(arguments, self.game.position.to_move, self.log)
-        self._stop.clear()
-        from .position import Game
+        early = None if self._rules_loaded.is_set() else self._early
+        game: Game | None = None
+        if early is None:
+            limits = parse_go(arguments, self.game.position.to_move, self.log)
+            from .position import Game
 
-        game = Game(self.game.start)
-        for move in self.game.moves:
-            game.play(move)
+            game = Game(self.game.start)
+            for move in self.game.moves:
+                game.play(move)
+        else:
+            limits = parse_go(arguments, early[1].to_move, self.log)
+        self._stop.clear()
         self._busy.set()
-        self._thinking = threading.Thread(target=self._think, args=(game, limits, self._received), daemon=True)
+        self._thinking = threading.Thread(target=self._think, args=(game, limits, self._received, early),
+                                          daemon=True)
         self._thinking.start()
 
     def _stop_command(self, arguments):
@@ -673,6 +701,7 @@ class UciEngine:
                 key = self._options_key()
                 try:
                     _load_rules()
+                    self._rules_loaded.set()
                     self._ensure_tables()
                     self._ensure_searcher()
                 except Exception as error:  # tried again by the go or isready that needs it
@@ -708,23 +737,34 @@ class UciEngine:
         if wait:
             thinking.join(PATIENCE_SECONDS)
 
-    def _think(self, game, limits, started):
+    def _think(self, game, limits, started, early=None):
         """The search thread: answer `game` within `limits` from `started` (when the
         go came, time.perf_counter()), then say bestmove (after stop when the
-        search is infinite)."""
+        search is infinite). `game` None: the position was read by the early
+        rules, `early` its (words, EarlyGame); the Game is made once the
+        kernels load, if that is in time."""
         try:
-            if game.is_over():
-                self.say(f"info string the game is over ({game.end_reason})")
+            if game is None:
+                game = self._game_in_time(early[0], limits, started)
+            over = early[1].end() if game is None else game.end_reason
+            if over is not None:
+                self.say(f"info string the game is over ({over})")
                 answer = Answer(None)
+            elif game is None:
+                answer = self._unprepared_answer(None, limits, started, early[1])
             else:
                 answer = self._answer(game, limits, started)
         except Exception as error:  # never leave the GUI without a bestmove
             self.log(f"search failed: {type(error).__name__}: {error}")
-            try:
-                answer = Answer(_capturing_move(game), source="two-ply choice")
-            except Exception:
-                moves = game.legal_moves()
+            if game is None:
+                moves = early[1].legal_moves()
                 answer = Answer(moves[0] if moves else None)
+            else:
+                try:
+                    answer = Answer(_capturing_move(game), source="two-ply choice")
+                except Exception:
+                    moves = game.legal_moves()
+                    answer = Answer(moves[0] if moves else None)
         if answer.move is not None:
             self._report(answer, started)
         if limits.infinite:
@@ -737,6 +777,16 @@ class UciEngine:
             said = f"bestmove {answer.move}"
         self._busy.clear()  # before the answer: the GUI's next command may follow it at once
         self.say(said)
+
+    def _game_in_time(self, words, limits, started):
+        """The Game of a position read by the early rules, once the rules' kernels
+        are loaded: waited for as long as a go waits for its searcher (None when
+        they are not loaded by then; at once without a time limit)."""
+        if limits.time is not None:
+            wait = started + max(PREPARE_SHARE * limits.time, limits.time - SEARCH_AT_LEAST) - _time.perf_counter()
+            if not self._rules_loaded.wait(max(0.0, wait)):
+                return None
+        return parse_position(words)
 
     def _answer(self, game, limits, started):
         from .clock import answer_deadline  # here: the clock imports numba, which `uci` must not wait for
@@ -786,34 +836,47 @@ class UciEngine:
         result = searcher.search(game, time=time_left, progress=progress, **arguments)
         return self._from_result(result)
 
-    def _unprepared_answer(self, game, limits, started):
+    def _unprepared_answer(self, game, limits, started, early=None):
         """The answer of a go whose time runs out before the searcher is made (a
         first go with no isready before it): the tables' move when they hold the
-        position (their look-ups load first), else the move that captures the
-        most less what the reply can capture."""
-        from .clock import answer_deadline
-
+        position (their look-ups load first), else a search by captures in plain
+        Python (solver/early.py) until the answer's deadline. `game` None: the
+        rules' kernels are not loaded yet, `early` is the game by the early rules."""
         end = started + limits.time
+        deadline = end - max(EARLY_MARGIN, response_margin(limits.time))
+        if game is not None:
+            from .clock import answer_deadline
+
+            deadline = answer_deadline(started, end)
+            answer = self._unprepared_table_answer(game, deadline)
+            if answer is not None:
+                return answer
+            early = EarlyGame.of(game)
+        found = early_search(early, deadline)
+        self.say("info string the search is not ready yet (kernels and tables loading): "
+                 f"a search by captures in plain Python, {found.depth} plies")
+        return Answer(found.move, found.value if abs(found.value) <= MOST_SEEDS else None, False,
+                      RULE_WORDS["true"], "search by captures", found.depth, found.nodes,
+                      _time.perf_counter() - started)
+
+    def _unprepared_table_answer(self, game, deadline):
+        """The tables' move when they hold the game's position and their look-ups
+        are loaded by `deadline`; else None."""
         position = game.position
         options = self.options
         max_table_seeds = options["maxtableseeds"] if options["usetables"] else -1
         tablebase = self._tablebase  # made first by the preparing thread, before its look-ups load
         in_tables = options["usetables"] and (max_table_seeds < 0 or position.seeds <= max_table_seeds) and \
             tablebase is not None and tablebase.has_layer(position.seeds)
-        if in_tables and tablebase is not None and \
-                self._tables_ready.wait(max(0.0, answer_deadline(started, end) - _time.perf_counter())) \
-                and tablebase is self._tablebase:
-            try:
-                answer = table_answer(tablebase, game, answer_deadline(started, end))
-            except (MissingTableError, TableError):
-                pass  # a smaller layer is missing or damaged: the two-ply choice below
-            else:
-                self.say("info string the search is not ready yet (kernels and tables loading): "
-                         "answered from the tables")
-                return answer
-        self.say("info string the search is not ready yet (kernels and tables loading): "
-                 "a two-ply choice by captures")
-        return Answer(_capturing_move(game), source="two-ply choice", seconds=_time.perf_counter() - started)
+        if not (in_tables and tablebase is not None and
+                self._tables_ready.wait(max(0.0, deadline - _time.perf_counter())) and tablebase is self._tablebase):
+            return None
+        try:
+            answer = table_answer(tablebase, game, deadline)
+        except (MissingTableError, TableError):
+            return None  # a smaller layer is missing or damaged: the search by captures
+        self.say("info string the search is not ready yet (kernels and tables loading): answered from the tables")
+        return answer
 
     @staticmethod
     def _from_result(result):

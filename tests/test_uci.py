@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from solver import uci
+from solver import early, uci
 from solver.position import Game, Position
 from solver.probe import Tablebase
 
@@ -277,8 +277,28 @@ def test_a_go_before_the_searcher_is_made_answers_from_the_tables_or_by_captures
     said, _ = run_script(["setoption name UseTables value false", f"position fen {position}", "go movetime 300"],
                          table_dir)
     assert bestmove([line for line in said if line.startswith("bestmove")])[0] == "B", said
-    assert any("two-ply choice" in line for line in said), said
-    assert uci._capturing_move(Game(uci.parse_diagram(position))) == "B"
+    assert any("a search by captures in plain Python" in line for line in said), said
+    assert early.search(early.EarlyGame.of(Game(uci.parse_diagram(position))), float("inf"), 12).move == "B"
+
+
+def test_a_go_before_the_kernels_load_searches_by_captures_on_time(tables16, monkeypatch):
+    """A GUI may send position and go as soon as uciok is said, before the rules'
+    kernels have loaded (most of a second): the position is read and the go
+    answered by the early rules (solver/early.py), searched by captures up to
+    its time (issue 54: the kernels' two-ply choice waited for the kernels and
+    came late). Here the kernels load 2 s after uciok."""
+    never = threading.Event()
+    monkeypatch.setattr(uci, "_load_rules", lambda: never.wait(2.0))  # loaded 2 s after uciok
+    said, _ = run_script(["uci", f"position fen {ISSUE_POSITION}", "go movetime 400"], tables16)
+    assert said[-1] == "bestmove F", said  # C and F keep +2 by the tables
+    assert any("a search by captures in plain Python" in line for line in said), said
+    reports = [line for line in said if line.startswith("info depth")]
+    assert all(int(line.split()[line.split().index("time") + 1]) <= 400 for line in reports), reports
+    said, _ = run_script(["uci", "position startpos moves FbDa", "go movetime 300"], tables16)
+    assert said[-1].split()[1] in early.parse(["startpos", "moves", "FbDa"]).legal_moves(), said
+    said, log = run_script(["uci", "position startpos moves FF", "go movetime 300"], tables16)
+    assert any("move 2 (F) is illegal" in line for line in log), log  # read and refused by the early rules
+    assert said[-1].split()[1] in early.EarlyGame.opening().legal_moves(), said  # the opening's move
 
 
 # The same answers in one process, and the pieces of the dialect -------------------
