@@ -75,10 +75,8 @@ import multiprocessing
 import os
 import queue
 import random
-import shlex
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -87,6 +85,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from solver.errors import AweleError
 from solver.position import Game, Position
+from solver.uci_client import UciClient
 
 MAX_CONCURRENCY = 256  # games at once, each a process
 MAX_OPENING_PLIES = 8  # every distinct position 8 plies deep is already 10^5-10^6 games' worth
@@ -275,104 +274,11 @@ class AweleEngine:
         self.tablebase.close()
 
 
-class UciEngine:
-    """An external engine over the UCI dialect of Aalina and the Aualé GUI."""
+class UciEngine(UciClient):
+    """An external engine over the UCI dialect of Aalina and the Aualé GUI
+    (solver.uci_client), playing a game's moves."""
 
-    HANDSHAKE_SECONDS = 30.0
-    # An engine answers 'isready' once it is ready, which after setoption can
-    # mean reading gigabytes of tables (layers 0..28: about a minute, longer
-    # while another engine reads too); an engine that exits is seen at once.
-    READY_SECONDS = 600.0
-
-    def __init__(self, spec, command, options=(), grace=2.0, log=None):
-        self.spec = spec
-        self.log = log
-        try:
-            self.command = shlex.split(command)
-        except ValueError as error:  # an unbalanced quote
-            raise MatchError(f"engine {spec!r}: cannot read its command line: {error}") from None
-        if not self.command:
-            raise MatchError(f"engine {spec!r}: no command")
-        self.options = list(options)
-        self.grace = grace
-        self.name = None
-        self.process = None
-        self.lines = None
-        self.start()
-
-    def start(self):
-        try:
-            errors = subprocess.DEVNULL if self.log is None else open(self.log, "ab")
-        except OSError as error:
-            raise MatchError(f"cannot write the engine log {self.log}: {error.strerror or error}") from None
-        try:
-            # An engine's output is decoded with what is not UTF-8 replaced: a
-            # stray byte is the engine's fault, never the match's end.
-            self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=errors, text=True, bufsize=1, encoding="utf-8",
-                                            errors="replace")
-        except (OSError, ValueError) as error:
-            raise MatchError(f"engine {self.spec!r} cannot start: {error}") from None
-        finally:
-            if errors is not subprocess.DEVNULL:
-                errors.close()  # the engine holds its own copy
-        self.lines = queue.Queue()
-        self.ended = threading.Event()  # set when the engine's output ends
-        threading.Thread(target=self._read, args=(self.process.stdout, self.lines, self.ended), daemon=True).start()
-        self.send("uci")
-        if self._wait_for("uciok", self.HANDSHAKE_SECONDS) is None:
-            self.close()
-            raise MatchError(f"engine {self.spec!r} did not answer 'uci' with 'uciok' "
-                             f"within {self.HANDSHAKE_SECONDS:g} s")
-        for option in self.options:
-            name, _, value = option.partition("=")
-            self.send(f"setoption name {name.strip()} value {value.strip()}")
-
-    @staticmethod
-    def _read(stream, lines, ended):
-        for line in stream:
-            lines.put(line.strip())
-        ended.set()
-        lines.put(None)  # end of output: the engine exited
-
-    def send(self, command):
-        try:
-            self.process.stdin.write(command + "\n")
-            self.process.stdin.flush()
-            return True
-        except (BrokenPipeError, OSError, ValueError):
-            return False
-
-    def _wait_for(self, word, seconds):
-        """The first line starting with `word` within `seconds`; None on timeout or exit."""
-        deadline = time.monotonic() + seconds
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                return None
-            if line is None:
-                self.lines.put(None)  # stays at the end for later waits
-                return None
-            if line.split(maxsplit=1)[:1] == [word]:
-                return line
-            if line.startswith("id name "):
-                self.name = line[len("id name "):]
-
-    def alive(self):
-        return self.process is not None and self.process.poll() is None and not self.ended.is_set()
-
-    def new_game(self):
-        if not self.alive():
-            self.close()
-            self.start()
-        self.send("ucinewgame")
-        self.send("isready")
-        if self._wait_for("readyok", self.READY_SECONDS) is None:
-            raise MatchError(f"engine {self.spec!r} did not answer 'isready' within {self.READY_SECONDS:g} s")
+    error = MatchError
 
     def play(self, game, movetime, nodes=None):
         self._drain()
@@ -413,33 +319,6 @@ class UciEngine:
                     return Answer(None, seconds, depth, value,
                                   failure=f"answered only after stop ({seconds:.2f} s on a {movetime:g} s move)")
                 return Answer(move, seconds, depth, value, said=said)
-
-    def _drain(self):
-        while True:
-            try:
-                line = self.lines.get_nowait()
-            except queue.Empty:
-                return
-            if line is None:
-                self.lines.put(None)
-                return
-
-    def close(self):
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.send("quit")
-            try:
-                self.process.wait(2)
-            except subprocess.TimeoutExpired:
-                self.process.terminate()
-                try:
-                    self.process.wait(2)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
-        self.process = None
-
 
 def _info_depth_value(words, depth, value):
     """depth and score (cp / 100, in seeds) of an info line, else the previous ones."""
