@@ -1,6 +1,7 @@
 """Search speed on a fixed suite: nodes/s and time to each depth, JSON out.
 
     python benchmarks/search.py [--dir DIR] [--table-seeds 12] [--depth-scale 0] [--cycles own] [--threads 1]
+                                [--suite suites/awele-13-20.txt --movetime 1 [--limit N]]
 
 The suite (solver/bench.py) is the opening, middlegames from two recorded
 games and endgames, each searched to a fixed depth with a fresh 64 MiB
@@ -31,6 +32,9 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="search threads (1: the recorded suite)")
     parser.add_argument("--evaluation", choices=["learned", "zero"], default="learned",
                         help="horizon leaves (zero: the leaf of the suite recorded before the learned evaluation)")
+    parser.add_argument("--suite", default=None, help="a suite file: time to solution on it, too")
+    parser.add_argument("--movetime", type=float, default=1.0, help="seconds a position of --suite")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N positions of --suite")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="awele-search-") as scratch:
@@ -38,12 +42,33 @@ def main():
         builder.build(args.table_seeds, directory)
         result = bench_search(directory, args.table_seeds, args.depth_scale, args.cycles, threads=args.threads,
                               evaluation=args.evaluation)
+        if args.suite:
+            result["suite"] = time_to_solution(args.suite, directory, args)
     print(json.dumps(result, indent=2))
     for row in result["positions"]:
         print(f"{row['name']:40s} depth {row['depth']:3d}  {row['nodes']:>12,} nodes  {row['seconds']:7.2f} s  "
               f"{row['nps'] / 1e6:5.1f} M/s  value {row['value']:+d}{' exact' if row['exact'] else ''}")
     print(f"total: {result['nodes']:,} nodes in {result['seconds']:.2f} s: {result['nps'] / 1e6:.1f} M nodes/s "
           f"(median {result['median_nps'] / 1e6:.1f})")
+
+
+def time_to_solution(path, directory, args):
+    """The suite's summary (solver.suite.summarise) for awele with the tables
+    to --table-seeds, --movetime a position."""
+    from solver.suite import AweleRunner, Limits, read_suite, run_suite, summarise
+
+    entries = read_suite(path)[: args.limit]
+    engine = AweleRunner({"tables": directory, "max_table_seeds": args.table_seeds, "threads": args.threads,
+                          "evaluation": args.evaluation})
+    try:
+        attempts = run_suite(engine, entries, Limits(movetime=args.movetime))
+    finally:
+        engine.close()
+    summary = summarise(attempts)
+    whole = summary["all"]
+    print(f"suite {os.path.basename(path)}: {whole['solved']}/{whole['positions']} solved at {args.movetime:g} s, "
+          f"median time to solution {whole['median_seconds']} s")
+    return {"file": os.path.basename(path), "movetime": args.movetime, "summary": summary}
 
 
 if __name__ == "__main__":

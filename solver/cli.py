@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import click
 
 from . import __version__
+from .cli_suite import suite_command
 from .errors import AweleError
 from .limits import MAX_PERFT_DEPTH, MAX_PLY
 from .report import EndReason, Outcome, Rule, move_rows, true_rule_may_change
@@ -1562,6 +1563,9 @@ def uci_command(directory: str | None) -> None:
     from .uci import main as speak
 
     speak(directory)
+
+
+cli.add_command(suite_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
