@@ -612,12 +612,14 @@ def wilson(successes: int, trials: int) -> tuple[float, float]:
 
 def table(runs: list[Run]) -> str:
     """A short table of runs side by side: solved share, time and nodes to solution."""
-    rows = [f"{'engine':<28} {'solved':>14} {'95% interval':>14} {'median s':>9} {'median nodes':>13} "
+    width = min(72, max(len("engine"), *(len(run.engine) for run in runs)))
+    rows = [f"{'engine':<{width}} {'solved':>14} {'95% interval':>14} {'median s':>9} {'median nodes':>13} "
             f"{'value lost':>10} {'failed':>6}"]
     for run in runs:
         s = run.summary()["all"]
         low, high = s["interval95"]
-        rows.append(f"{run.engine[:28]:<28} {s['solved']:>6}/{s['positions']:<4} ({100 * (s['share'] or 0):3.0f}%)"
+        rows.append(f"{run.engine[-width:]:<{width}} {s['solved']:>6}/{s['positions']:<4} "
+                    f"({100 * (s['share'] or 0):3.0f}%)"
                     f" {100 * low:5.1f}-{100 * high:5.1f}% "
                     f"{_shown(s['median_seconds'], '.3f'):>9} {_shown(s['median_nodes'], '.0f'):>13} "
                     f"{_shown(s['mean_value_lost'], '.2f'):>10} {s['failures']:>6}")
