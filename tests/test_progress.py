@@ -3,14 +3,17 @@ answers choose among the best moves by distance to conversion (issue 51,
 item 4), and fall back to the progress ranking where a layer holds values
 alone."""
 
+import json
 import random
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver import Position, build
+from solver.cli import cli
 from solver.errors import MissingDistanceError
 from solver.position import Game
 from solver.probe import Tablebase
@@ -86,6 +89,38 @@ def test_a_line_converts_in_exactly_its_distance_with_the_value_kept(tablebase, 
     # The mover at ply `distance` is the start's mover when `distance` is odd.
     mover_value = value if distance % 2 else -value
     assert captured - board_value(tablebase, reached) == mover_value, (str(position), line)
+
+
+@settings(max_examples=40, deadline=None)
+@given(position=positions())
+def test_awele_line_converts_in_the_distance_it_shows(table_dir, tablebase, position):
+    """`awele line --json`: from a position with v != 0 the first capture,
+    or the end, comes at exactly ply `distance`, each move keeping the value."""
+    if position.is_over():
+        return
+    result = CliRunner().invoke(cli, ["line", str(position), "--dir", table_dir, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    value, distance = data["value"], data["distance"]
+    assert value == tablebase.value(position) and distance == tablebase.distance(position)
+    assert data["layers_without_distances"] == []
+    if value == 0:
+        return
+    captures = data["captures"]
+    assert not any(captures[: distance - 1]) and len(captures) >= distance, (str(position), data)
+    assert captures[distance - 1] or (len(captures) == distance and data["end"] in ("no feeding move",
+                                                                                     "no seeds to move"))
+    current = position
+    for move in data["moves"][:distance]:
+        assert move in tablebase.best_moves(current)
+        current = current.play(move)
+
+
+def test_awele_line_says_where_it_had_no_distances(values_alone):
+    result = CliRunner().invoke(cli, ["line", "0-0-0-1-2-0/1-0-0-2-0-1 S", "--dir", values_alone.directory])
+    assert result.exit_code == 0, result.output
+    assert "layers 7" in result.output and "hold no distances" in result.output
+    assert "next capture" not in result.output
 
 
 @settings(max_examples=300, deadline=None)
