@@ -42,6 +42,7 @@ from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, pla
 
 WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
 CACHE_CHUNKS = 64  # checked chunks kept per open file (64 of 256 Ki positions: 16 MiB)
+DISTANCES_WHOLE_LIMIT = CACHE_CHUNKS * tables.CHUNK  # a layer loaded whole has its distances read whole up to this
 PROGRESS_BATCH = 256  # positions of the ranking toward leaving a layer expanded between two looks at the clock
 
 
@@ -187,9 +188,18 @@ class Tablebase:
         histogram checked).
 
         Loaded layers share one LayerStore, which the kernels read through
-        offsets; it grows to the largest layer present in the folder.
+        offsets; it grows to the largest layer present in the folder. A
+        layer of at most DISTANCES_WHOLE_LIMIT positions has its distances
+        read whole too, a byte a position (no more than the chunks the reader
+        would keep of it), so that a table answer finds them in memory and
+        reads no chunk; larger layers' distances are read a checked chunk at
+        a time when asked for. Damaged distances are reported by the
+        look-ups that need them.
         """
         self._loaded_store(seeds)
+        if index.layer_size(seeds) <= DISTANCES_WHOLE_LIMIT:
+            with suppress(CorruptTableError):
+                self._whole_distances(seeds)
 
     def _loaded_store(self, seeds):
         """The store, holding layer `seeds` (read now if it was not)."""
@@ -261,15 +271,8 @@ class Tablebase:
         from .distance import DISTANCE_CAP, distance_at
 
         self._check_open()
-        if index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
-            with self._lock:
-                self._check_open()
-                if seeds not in self._distances:
-                    try:
-                        self._distances[seeds] = tables.load_distances(self.directory, seeds)
-                    except MissingDistanceError:
-                        self._distances[seeds] = None
-                held = self._distances[seeds]
+        if seeds in self._distances or index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
+            held = self._whole_distances(seeds)
             if held is None:
                 raise MissingDistanceError(f"layer {seeds} in {self.directory} has no distances: add them with "
                                            f"`{tables.build_command(seeds, self.directory)}`")
@@ -288,6 +291,18 @@ class Tablebase:
                                        f"`{tables.build_command(seeds, self.directory)}`")
         assert reader.overflow is not None, "a distance reader holds the overflow rows"
         return distance_at(reader.chunk(rank // tables.CHUNK), reader.overflow, rank, DISTANCE_CAP, rank % tables.CHUNK)
+
+    def _whole_distances(self, seeds):
+        """Layer `seeds`' distance bytes and overflow rows read whole (once),
+        or None when its file holds none."""
+        with self._lock:
+            self._check_open()
+            if seeds not in self._distances:
+                try:
+                    self._distances[seeds] = tables.load_distances(self.directory, seeds)
+                except MissingDistanceError:
+                    self._distances[seeds] = None
+            return self._distances[seeds]
 
     def distance(self, position: Position | str) -> int | None:
         """Plies to the next capture or end of the game from `position` when

@@ -250,3 +250,24 @@ def test_without_distances_lines_follow_the_ranks_of_the_whole_graph(values_alon
     monkeypatch.setattr(Tablebase, "_progress", lambda self, board, deadline=None: full_graph_ranks(self, board))
     for position, moves in lines:
         assert values_alone.line(position, max_plies=400).moves == moves, str(position)
+
+
+def test_a_layer_loaded_whole_with_damaged_distances_keeps_its_values(tmp_path):
+    """load() reads a layer's distances with its values; damaged distances
+    do not refuse the values, the look-ups that need them raise."""
+    import h5py
+
+    from solver import tables
+    from solver.errors import CorruptTableError
+
+    directory = str(tmp_path)
+    build.build(8, directory)
+    with h5py.File(tables.table_path(directory, 8), "r+") as handle:
+        handle["distance"][0] = (handle["distance"][0] + 1) % 200  # only the chunk's CRC sees it
+    position = Position.from_string("2-0-1-0-3-1/0-0-0-0-0-1 S")
+    with Tablebase(directory) as opened:
+        opened.load(8)
+        assert opened.is_loaded(8) and opened.value(position) == opened.values(
+            np.array([position.mover_board()], dtype=np.uint8))[0]
+        with pytest.raises(CorruptTableError, match="CRC"):
+            opened.distance(position)
