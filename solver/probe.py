@@ -742,9 +742,10 @@ class Tablebase:
                     line.layers_without_distances.append(current.seeds)
             letters = HOUSE_LETTERS[current.to_move]
             if costs is not None:
-                # No move chosen so can repeat a position of the line: a quiet best move keeps the
-                # layer and the value's size, so every position of the line in this layer lies on
-                # one stretch from its first, along which the distance falls by one a ply.
+                # A move chosen this way repeats no position of the line (so no look at `seen`): a
+                # quiet best move keeps the layer and the value's size, so the line's positions in
+                # this layer lie on one stretch from its first, along which the distance falls a ply
+                # at a time.
                 chosen = _fastest(best, costs, [captured for _, captured in candidates], lambda i: True)
                 if not line.moves:
                     line.distance = costs[chosen]
