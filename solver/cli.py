@@ -1075,7 +1075,12 @@ AweleGroup.aliases["query"] = "best"
 @_directory_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def line(position: str | None, moves: str | None, max_plies: int, directory: str | None, as_json: bool) -> None:
-    """The perfect-play line from POSITION, move by move, and why it ends."""
+    """The perfect-play line from POSITION, move by move, and why it ends.
+
+    The side ahead converts as fast as it can and the side behind holds out
+    as long as it can (distance to conversion): a line from a position whose
+    value is not 0 makes its next capture, or ends, in exactly the distance
+    shown."""
     pos = parse_position(position, moves)
     if pos.is_over():
         scores = pos.result()
@@ -1100,10 +1105,14 @@ def line(position: str | None, moves: str | None, max_plies: int, directory: str
                 "end": str(result.end_reason),
                 "result": list(result.result) if result.result else None,
                 "predicted_result": predicted.scores(),
+                "distance": result.distance,
+                "layers_without_distances": result.layers_without_distances,
             }
         )
         return
-    click.echo(f"position: {pos}   value {result.value:+d}")
+    converts = "" if result.distance is None else \
+        f", next capture (or end) in {result.distance} pl{'y' if result.distance == 1 else 'ies'}"
+    click.echo(f"position: {pos}   value {result.value:+d}{converts}")
     side = pos.to_move
     for number, (move, captured) in enumerate(zip(result.moves, result.captures), start=1):
         who = "South" if side == "S" else "North"
@@ -1115,6 +1124,12 @@ def line(position: str | None, moves: str | None, max_plies: int, directory: str
         ending += (f"; not the {predicted.text().split(' (')[0]} the value {result.value:+d} predicts: "
                    "the tables score endless play as an even split, the true rule gives each side its own seeds")
     click.echo(ending)
+    if result.layers_without_distances:
+        from .tables import build_command
+
+        layers = ", ".join(str(n) for n in result.layers_without_distances)
+        click.echo(f"layers {layers} hold no distances: there the winner plays toward a capture by a slower ranking "
+                   f"(`{build_command(max(result.layers_without_distances), tablebase.directory)}` adds them)")
 
 
 @cli.command(name="analyse")

@@ -599,6 +599,104 @@ def for_file(found: LayerDistances, values: np.ndarray) -> tuple[np.ndarray, np.
     return found.distance, rows[values[rows[:, 0]] > 0] if rows.shape[0] else rows
 
 
+class DistanceSpread(NamedTuple):
+    """Every distance of a layer, counted: `ahead[d]` positions with a value
+    above 0 and distance d, `behind[d]` those below 0; the longest of each
+    side with the rank of the first position (in rank order) that has it
+    (both -1 when the side has no position)."""
+
+    ahead: np.ndarray
+    behind: np.ndarray
+    longest_ahead: int
+    rank_ahead: int
+    longest_behind: int
+    rank_behind: int
+
+
+@njit(cache=True)
+def _stored_ahead(rank, distance, over_ranks, over_distances, cap):
+    """The distance of a position worth more than 0 from a file's byte
+    (DERIVED is 1); -1 when a byte at the cap has no overflow row."""
+    byte = distance[rank]
+    if byte == DERIVED:
+        return 1
+    if byte < cap:
+        return np.int64(byte)
+    row = np.searchsorted(over_ranks, rank)
+    if row >= over_ranks.shape[0] or over_ranks[row] != rank:
+        return -1
+    return over_distances[row]
+
+
+@njit(cache=True)
+def _spread(seeds, values, distance, over_ranks, over_distances, cap, ahead, behind, out):
+    """Counts every distance of a layer into `ahead` and `behind` from its
+    values and its file's bytes and overflow rows (for_file), giving back
+    what the file leaves out: 1 for a DERIVED byte of a value above 0, and
+    for one below 0 one ply: 1 + the greatest distance of the quiet moves'
+    children that keep the value (stored or 1), 1 when no quiet move keeps
+    it. out = [longest ahead, its rank, longest behind, its rank]; returns
+    the first rank whose data are not what the files hold, or -1."""
+    mover, opponent = index.unrank_packed(seeds, 0)
+    for rank in range(values.shape[0]):
+        if rank:
+            _, mover, opponent = index.next_packed(mover, opponent, seeds)
+        value = values[rank]
+        if value == 0:
+            if distance[rank] != DERIVED:
+                return rank
+            continue
+        if value > 0:
+            found = _stored_ahead(rank, distance, over_ranks, over_distances, cap)
+            if found < 0 or (found == 0) != (legal_mask(mover, opponent) == 0):
+                return rank
+            ahead[found] += 1
+            if found > out[0]:
+                out[0], out[1] = found, rank
+            continue
+        if distance[rank] != DERIVED:
+            if distance[rank] != 0 or legal_mask(mover, opponent) != 0:
+                return rank
+            found = 0
+        else:
+            found = 1
+            mask = legal_mask(mover, opponent)
+            for house in range(ROW):
+                if mask & (1 << house):
+                    taken, child_mover, child_opponent = play(mover, opponent, house)
+                    if taken == 0:
+                        child = index.rank_packed(child_mover, child_opponent, seeds)
+                        if values[child] == -value:
+                            child_distance = _stored_ahead(child, distance, over_ranks, over_distances, cap)
+                            if child_distance < 0:
+                                return child
+                            found = max(found, 1 + child_distance)
+        behind[found] += 1
+        if found > out[2]:
+            out[2], out[3] = found, rank
+    return -1
+
+
+def distance_spread(seeds: int, values: np.ndarray, distance: np.ndarray, overflow: np.ndarray) -> DistanceSpread:
+    """Every distance of layer `seeds` counted from its values and its file's
+    distance bytes and overflow rows (tables.load_values, load_distances):
+    what scripts/distance_findings.py publishes. Raises CorruptTableError
+    where the bytes are not what a file of these values holds."""
+    size = index.layer_size(seeds)
+    if values.shape != (size,) or distance.shape[0] < size:
+        raise ValueError(f"layer {seeds} has {size} positions: got {values.shape[0]} values, {distance.shape[0]} bytes")
+    longest = int(overflow[:, 1].max()) if overflow.shape[0] else DISTANCE_CAP
+    ahead = np.zeros(longest + 2, dtype=np.int64)
+    behind = np.zeros(longest + 2, dtype=np.int64)
+    out = np.array([-1, -1, -1, -1], dtype=np.int64)
+    over_ranks = np.ascontiguousarray(overflow[:, 0], dtype=np.int64)
+    over_distances = np.ascontiguousarray(overflow[:, 1], dtype=np.int64)
+    wrong = _spread(seeds, values, distance, over_ranks, over_distances, DISTANCE_CAP, ahead, behind, out)
+    if wrong >= 0:
+        raise CorruptTableError(f"layer {seeds}: the distance data of rank {wrong} do not fit its value")
+    return DistanceSpread(ahead, behind, int(out[0]), int(out[1]), int(out[2]), int(out[3]))
+
+
 def build_distances(seeds: int, store: LayerStore, groups: list[list[int]], rows: tuple[np.ndarray, ...] | None,
                     load: Callable[[int], None], make_room: Callable[[set[int], int, int], None]) -> LayerDistances:
     """The distances of layer `seeds`, its values loaded in `store`: the
@@ -618,5 +716,5 @@ def build_distances(seeds: int, store: LayerStore, groups: list[list[int]], rows
     return solver.solve()
 
 
-__all__ = ["DERIVE", "DERIVED", "DISTANCE_CAP", "NO_DISTANCE", "DistanceSolver", "LayerDistances", "build_distances",
-           "distance_at", "distance_histogram", "for_file", "layer_distances"]
+__all__ = ["DERIVE", "DERIVED", "DISTANCE_CAP", "NO_DISTANCE", "DistanceSolver", "DistanceSpread", "LayerDistances",
+           "build_distances", "distance_at", "distance_histogram", "distance_spread", "for_file", "layer_distances"]

@@ -249,14 +249,26 @@ class Position:
             letter = HOUSE_LETTERS[self._to_move][house]
             why = "it is empty" if self.mover_board()[house] == 0 else "it does not feed the opponent"
             raise IllegalMoveError(f"{letter} is not a legal move in {self}: {why}")
-        captured = captures[house]
+        captured = int(captures[house])
         mine, theirs = self.mover_captured()
         next_side = other_side(self._to_move)
-        board = children[house]
-        stores = (theirs, mine + int(captured))
+        board = tuple(children[house].tolist())
+        stores = (theirs, mine + captured)
         if next_side == NORTH:
-            stores = stores[::-1]
-        return Position.from_mover_board(board, next_side, stores), int(captured)
+            stores, board = stores[::-1], board[6:] + board[:6]
+        return Position._checked(board, next_side, stores), captured
+
+    @classmethod
+    def _checked(cls, houses: tuple[int, ...], to_move: str, captured: tuple[int, int]) -> Position:
+        """A position from values already checked (a move's child, from the
+        kernel's board): the checks of Position() left out, which cost more
+        than the move itself where lines are played out a ply at a time."""
+        position = cls.__new__(cls)
+        position._houses = houses
+        position._to_move = to_move
+        position._captured = captured
+        position._expansion = None
+        return position
 
     def play(self, move: str | int | np.integer) -> Position:
         """The position after `move` (a letter of the side to move, or a house 0..5)."""

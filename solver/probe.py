@@ -16,6 +16,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, cast
 
@@ -33,12 +36,16 @@ from .errors import (
     TablebaseClosedError,
 )
 from .layers import LayerStore, value_packed
-from .position import HOUSE_LETTERS, TOTAL_SEEDS, Game, Position, as_position
+from .position import HOUSE_LETTERS, TOTAL_SEEDS, Game, Position, as_position, other_side
 from .report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value
 from .rules import HOUSES, NOT_TERMINAL, ROW, board_seeds, legal_mask, pack, play
 
 WHOLE_LAYER_LIMIT = 2_000_000  # layers up to this many positions are read whole on first use
 CACHE_CHUNKS = 64  # checked chunks kept per open file (64 of 256 Ki positions: 16 MiB)
+# A layer loaded whole has its distances read whole too up to this many positions (128 MiB: layers to 21), a byte a
+# position beside its values' byte: a table answer then reads no chunk (a layer of 20 seeds has 306 chunks, which a
+# reader's 64 cached ones leave answers of 8 ms at the median, 21 ms at most).
+DISTANCES_WHOLE_LIMIT = 1 << 27
 PROGRESS_BATCH = 256  # positions of the ranking toward leaving a layer expanded between two looks at the clock
 
 
@@ -57,7 +64,9 @@ def _values(boards, flat, starts, loaded, out):
 
 class Line:
     """A perfect-play line: moves with their captures, the positions, how it
-    ended (an EndReason) and the final (South, North) totals."""
+    ended (an EndReason), the final (South, North) totals, the start's
+    distance to conversion, and the layers met that hold no distances (their
+    moves chosen by the progress ranking instead)."""
 
     def __init__(self, start: Position, value: int | None) -> None:
         self.start = start
@@ -67,6 +76,10 @@ class Line:
         self.positions: list[Position] = [start]
         self.end_reason: EndReason | None = None
         self.result: tuple[int, int] | None = None
+        # The start's distance to conversion as the first move's cost (None: a value of 0, no
+        # distances, or no move played), and the layers whose moves were chosen without distances.
+        self.distance: int | None = None
+        self.layers_without_distances: list[int] = []
 
     @property
     def outcome(self) -> Outcome | None:
@@ -178,9 +191,18 @@ class Tablebase:
         histogram checked).
 
         Loaded layers share one LayerStore, which the kernels read through
-        offsets; it grows to the largest layer present in the folder.
+        offsets; it grows to the largest layer present in the folder. A
+        layer of at most DISTANCES_WHOLE_LIMIT positions (to 21 seeds) has
+        its distances read whole too, a byte a position beside its values'
+        byte, so that a table answer finds them in memory and reads no chunk;
+        larger layers' distances are read a checked chunk at a time when
+        asked for. Damaged distances are reported by the look-ups that need
+        them.
         """
         self._loaded_store(seeds)
+        if index.layer_size(seeds) <= DISTANCES_WHOLE_LIMIT:
+            with suppress(CorruptTableError):
+                self._whole_distances(seeds)
 
     def _loaded_store(self, seeds):
         """The store, holding layer `seeds` (read now if it was not)."""
@@ -252,15 +274,8 @@ class Tablebase:
         from .distance import DISTANCE_CAP, distance_at
 
         self._check_open()
-        if index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
-            with self._lock:
-                self._check_open()
-                if seeds not in self._distances:
-                    try:
-                        self._distances[seeds] = tables.load_distances(self.directory, seeds)
-                    except MissingDistanceError:
-                        self._distances[seeds] = None
-                held = self._distances[seeds]
+        if seeds in self._distances or index.layer_size(seeds) <= WHOLE_LAYER_LIMIT:
+            held = self._whole_distances(seeds)
             if held is None:
                 raise MissingDistanceError(f"layer {seeds} in {self.directory} has no distances: add them with "
                                            f"`{tables.build_command(seeds, self.directory)}`")
@@ -279,6 +294,18 @@ class Tablebase:
                                        f"`{tables.build_command(seeds, self.directory)}`")
         assert reader.overflow is not None, "a distance reader holds the overflow rows"
         return distance_at(reader.chunk(rank // tables.CHUNK), reader.overflow, rank, DISTANCE_CAP, rank % tables.CHUNK)
+
+    def _whole_distances(self, seeds):
+        """Layer `seeds`' distance bytes and overflow rows read whole (once),
+        or None when its file holds none."""
+        with self._lock:
+            self._check_open()
+            if seeds not in self._distances:
+                try:
+                    self._distances[seeds] = tables.load_distances(self.directory, seeds)
+                except MissingDistanceError:
+                    self._distances[seeds] = None
+            return self._distances[seeds]
 
     def distance(self, position: Position | str) -> int | None:
         """Plies to the next capture or end of the game from `position` when
@@ -307,6 +334,15 @@ class Tablebase:
             found = min(costs) if value > 0 else max(costs)  # a keeping move's child has a value other than 0
         self._check_open()
         return found
+
+    def _holds_distances(self, seeds):
+        """Whether layer `seeds`' file holds distances (a capture's cost of 1
+        is given only where it does, as every other)."""
+        try:
+            self._stored_distance(seeds, 0)
+        except MissingDistanceError:
+            return False
+        return True
 
     def _move_distance(self, expansion, house, captured):
         """The cost of a move (1 for a capture, else 1 + the child's distance)."""
@@ -376,27 +412,45 @@ class Tablebase:
         position = as_position(position)
         if position.is_over():
             return []
+        expansion = position.expansion()
+        moves = self._records(position, expansion)
+        if distances:
+            with suppress(MissingDistanceError):  # values alone: no move has a distance
+                moves = self._with_distances(expansion, moves, moves)
+        self._check_open()
+        return moves
+
+    def _records(self, position, expansion):
+        """The MoveValue of every legal move of `position` (not over), without distances."""
         letters = HOUSE_LETTERS[position.to_move]
         mine, theirs = position.mover_captured()
         moves = []
-        expansion = position.expansion()
         for house, captured, value in self._move_values(expansion):
             ended = None
-            cost = None
-            if distances and value != 0:
-                try:
-                    cost = self._move_distance(expansion, house, captured)
-                except MissingDistanceError:
-                    distances = False  # values alone: no move has a distance
             if mine + captured > TOTAL_SEEDS // 2 or mine + captured == theirs == TOTAL_SEEDS // 2:
                 # The move ends the game by 25 seeds or 24-24: each side takes its own side's seeds.
                 child = position.play(house)
                 result, reason = child.result(), child.terminal_rule()
                 assert result is not None and reason is not None, "the move ends the game"
                 ended = Outcome.ended(result, reason)
-            moves.append(MoveValue.of(position, letters[house], captured, value, outcome=ended, distance=cost))
-        self._check_open()
+            moves.append(MoveValue.of(position, letters[house], captured, value, outcome=ended))
         return moves
+
+    def _with_distances(self, expansion, moves, chosen):
+        """`moves` with the distance of each of those in `chosen` whose value
+        is not 0 and whose rule is the tables' (a move that ends the game by
+        the true rule keeps None) looked up. Raises MissingDistanceError when
+        one is needed and the layer holds values alone."""
+        wanted = {id(m) for m in chosen if m.value != 0 and m.rule is Rule.SPLIT}
+        if wanted and not self._holds_distances(int(expansion.seeds)):
+            raise MissingDistanceError(f"layer {int(expansion.seeds)} in {self.directory} has no distances")
+        out = []
+        for m in moves:
+            if id(m) in wanted:
+                house = "ABCDEF".index(m.move.upper())
+                m = replace(m, distance=self._move_distance(expansion, house, m.captured))
+            out.append(m)
+        return out
 
     def best_moves(self, position: Position | str) -> list[str]:
         """The letters of the moves that keep the position's value (the tables' convention)."""
@@ -436,23 +490,50 @@ class Tablebase:
         """Perfect play's move in the game's position under the true
         repetition rule over the game (game_moves), as a MoveValue.
 
-        Among the best, a capture is taken first; a winner then takes a
-        repetition worth the best value (it ends the game with that score),
-        else with several quiet best moves plays toward leaving the layer
-        (the first move of Tablebase.line, so that a won game is won and
-        never circles); a drawer or a loser prefers a move that keeps the
-        game going. With
-        `progress` False that last choice, which ranks the positions ahead
-        and can take long in a large layer read from disk, is not made: None
-        is returned when it is needed; `deadline` bounds its time (see line).
-        Raises GameOverError when the game is over and MissingTableError when
-        a layer is missing.
+        Among the moves of the best value v, by distance to conversion
+        (solver.distance; the record carries it): with v > 0 the least cost,
+        with v < 0 the greatest, where a move that captures or ends the game
+        costs 1 and any other 1 + the distance of the position it leads to.
+        So a won game is won without circling, converting as fast as it can,
+        and a lost one is held out as long as it can. Among equal costs a
+        capture, then a move that repeats no position of the game, then the
+        first in sowing order. With v = 0 (no distance) a capture, then a
+        move that keeps the game going.
+
+        Where the layer holds values alone (built with --no-distance), the
+        choice is the one made without distances: a capture first; a winner
+        then takes a repetition worth the best value, else with several quiet
+        best moves plays toward leaving the layer by the progress ranking of
+        Tablebase.line (Python, which `deadline`, a time.perf_counter()
+        value, bounds); a loser prefers a move that keeps the game going.
+
+        With `progress` False the choice among several quiet best moves of a
+        won position is left to the caller (None is returned), as it was
+        when only the ranking made it. Raises GameOverError when the game is
+        over and MissingTableError when a layer is missing.
         """
         game = game if isinstance(game, Game) else Game(as_position(game))
         if game.is_over():
             raise GameOverError(f"the game is over ({game.end_reason})")
-        # No distances looked up: the choice below does not use them yet, and a table answer is on a clock.
-        candidates = best_of(self.game_moves(game, distances=False))
+        candidates = best_of(self.game_moves(game, distances=False))  # distances below: only the best's
+        value = cast(int, candidates[0].value)  # the tables' values are exact
+        if value != 0:
+            try:
+                costed = self._with_distances(game.position.expansion(), candidates, candidates)
+            except MissingDistanceError:
+                pass  # values alone: the choice made without distances, below
+            else:
+                if not progress and _quiet_choice(candidates):
+                    return None
+                costs = [_cost(m) for m in costed]
+                chosen = _fastest(value, costs, [m.captured for m in costed], lambda i: not costed[i].repeats)
+                self._check_open()
+                return costed[chosen]
+        return self._best_without_distances(game, candidates, progress, deadline)
+
+    def _best_without_distances(self, game, candidates, progress, deadline):
+        """best_move's choice among `candidates` (game_moves' best) where the
+        value is 0 or the layer holds no distances."""
         capturing = [m for m in candidates if m.captured > 0]
         if capturing:
             return capturing[0]
@@ -611,17 +692,26 @@ class Tablebase:
     def line(self, position: Position | str, max_plies: int = 200, deadline: float | None = None) -> Line:
         """The perfect-play line from `position` as a Line.
 
-        Both sides play best moves. The winning side plays toward leaving the
-        layer (see _progress), so a won line never circles; otherwise a
-        capture, then a position not yet met, is preferred. The line ends by
-        the rules: rules 5 and 6, 25 seeds, 24-24, or the true repetition rule
-        (a position met a second time ends the game, each side taking the
-        seeds on its own side), or after max_plies.
+        Both sides play best moves (the tables' convention), chosen by
+        distance to conversion as best_move chooses (solver.distance): with a
+        value v > 0 the move of least cost, with v < 0 the one of greatest
+        cost, so that a line from a position with v != 0 reaches its next
+        capture (or the end) in exactly the position's distance and then
+        goes on in the smaller layer. With v = 0 a capture, then a position
+        not yet met, is preferred. The line ends by the rules: rules 5 and 6,
+        25 seeds, 24-24, or the true repetition rule (a position met a
+        second time ends the game, each side taking the seeds on its own
+        side), or after max_plies.
 
-        `deadline` (time.perf_counter()) bounds the time spent: past it, the
-        ranking toward leaving the layer is given up (the winner's choice is
+        In a layer with values alone (no distances: Line.layers_without_distances
+        names them) the winner plays toward leaving the layer by the ranking
+        of _progress, and the loser prefers a capture, then a new position.
+
+        `deadline` (time.perf_counter()) bounds the time spent: past it the
+        line ends after the move being chosen (PLY_LIMIT), and the ranking
+        of a layer without distances is given up (the winner's choice is
         then a capture, else a position not yet met, else the first best
-        move), and the line ends after the move being chosen (PLY_LIMIT).
+        move).
         """
         if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 0:
             raise InvalidArgumentError(f"max_plies must be an integer 0 or more, got {max_plies!r}")
@@ -636,35 +726,44 @@ class Tablebase:
             return line
         line = Line(position, self.value(position))
         game = Game(position)
+        seen = {position.key()}
         progress = None
         progress_side = None
         while not game.is_over() and len(line.moves) < max_plies:
             if line.moves and deadline is not None and time.perf_counter() > deadline:
                 break
             current = game.position
-            board = tuple(int(x) for x in current.mover_board())
-            moves = self.moves(current, distances=False)  # the choice below does not use them yet
-            best = max(cast(int, m.value) for m in moves)  # the tables' values are exact
-            candidates = [m for m in moves if m.value == best]
-            if best > 0 and (progress is None or board not in progress or progress_side != current.to_move):
-                progress = self._progress(board, deadline=deadline)
-                progress_side = current.to_move
-            seen = {p.key() for p in game.positions}
-
-            def preference(candidate, current=current, best=best, progress=progress, seen=seen):
-                child, captured = current.play_capture(candidate.move)
-                child_board = tuple(int(x) for x in child.mover_board())
-                if best > 0 and progress is not None and captured == 0:
-                    distance = -progress.get(child_board, len(progress) + 1)
-                else:
-                    distance = 0
-                return (captured > 0 or child.is_over(), distance, child.key() not in seen)
-
-            choice = max(candidates, key=preference)
-            captured = game.play(choice.move)
+            expansion = current.expansion()
+            moves = self._move_values(expansion)
+            best = max(value for _, _, value in moves)
+            candidates = [(house, captured) for house, captured, value in moves if value == best]
+            costs = None
+            if best != 0:
+                if self._holds_distances(current.seeds):
+                    costs = [self._move_distance(expansion, house, captured) for house, captured in candidates]
+                elif current.seeds not in line.layers_without_distances:
+                    line.layers_without_distances.append(current.seeds)
+            letters = HOUSE_LETTERS[current.to_move]
+            if costs is not None:
+                # A move chosen this way repeats no position of the line (so no look at `seen`): a
+                # quiet best move keeps the layer and the value's size, so the line's positions in
+                # this layer lie on one stretch from its first, along which the distance falls a ply
+                # at a time.
+                chosen = _fastest(best, costs, [captured for _, captured in candidates], lambda i: True)
+                if not line.moves:
+                    line.distance = costs[chosen]
+                move = letters[candidates[chosen][0]]
+            else:
+                board = tuple(int(x) for x in current.mover_board())
+                if best > 0 and (progress is None or board not in progress or progress_side != current.to_move):
+                    progress = self._progress(board, deadline=deadline)
+                    progress_side = current.to_move
+                move = letters[_preferred(expansion, current.to_move, candidates, progress if best > 0 else None, seen)]
+            captured = game.play(move)
             if captured:
                 progress = None
-            line.moves.append(choice.move)
+            seen.add(game.position.key())
+            line.moves.append(move)
             line.captures.append(captured)
             line.positions.append(game.position)
         line.end_reason = game.end_reason or EndReason.PLY_LIMIT
@@ -726,6 +825,57 @@ def _attractor(nodes):
         frontier = following
     return rank
 
+
+def _cost(move: MoveValue) -> int | None:
+    """A best move's cost in plies to conversion: 1 when it captures or ends
+    the game (by the true rule too), else its distance (None: not looked up)."""
+    if move.captured or move.rule is Rule.TRUE:
+        return 1
+    return move.distance
+
+
+def _fastest(value: int, costs: list, captured: list[int], fresh: Callable[[int], bool]) -> int:
+    """The index of the move perfect play chooses among moves of one value
+    `value` != 0 with these costs: the least with value > 0, the greatest
+    with value < 0; among equal costs a capture, then a move `fresh` says
+    repeats no position, then the first (sowing order)."""
+    target = min(costs) if value > 0 else max(costs)
+    tied = [i for i, cost in enumerate(costs) if cost == target]
+    if len(tied) > 1:
+        tied = [i for i in tied if captured[i]] or tied
+    if len(tied) > 1:
+        tied = [i for i in tied if fresh(i)] or tied
+    return tied[0]
+
+
+def _quiet_choice(candidates: list[MoveValue]) -> bool:
+    """Whether a won position's best moves leave a choice among several quiet
+    ones (no capture, no repetition ending the game): what best_move with
+    `progress` False leaves to its caller."""
+    return (cast(int, candidates[0].value) > 0 and len(candidates) > 1
+            and not any(m.captured or m.repeats for m in candidates))
+
+
+def _preferred(expansion, to_move, candidates, progress, seen):
+    """The house chosen among `candidates` ([(house, captured)] of an
+    expanded board whose mover is `to_move`) without distances: a capture or
+    an end of the game, then (a winner, `progress` being its ranking) the
+    child of least rank, then a position not in `seen` (keys), then the
+    first."""
+    south = other_side(to_move) == "S"
+
+    def preference(candidate):
+        house, captured = candidate
+        child_board = tuple(expansion.children[house].tolist())
+        ends = captured > 0 or index.expand(expansion.children[house]).legal == 0  # rules 5 and 6
+        if progress is not None and captured == 0:
+            rank = -progress.get(child_board, len(progress) + 1)
+        else:
+            rank = 0
+        key = (child_board if south else child_board[6:] + child_board[:6], "S" if south else "N")
+        return (ends, rank, key not in seen)
+
+    return max(candidates, key=preference)[0]
 
 def _refuse_finished(position):
     # Rules 5 and 6 end the game with the seeds going where the terminal value

@@ -311,3 +311,27 @@ def test_play_against_perfect_play_and_set_up_positions(server, browser, tableba
     shown = wait_for(browser, lambda s: s["error"] != "", "an error")
     assert "seeds in houses and stores" in shown["error"]
     (tmp_path / "oracle-setup.png").write_bytes(browser.screenshot())
+
+
+DISTANCES = """
+const shown = {};
+for (const house of document.querySelectorAll(".house.legal")) {
+  shown[house.dataset.house] = [house.querySelector(".dist").textContent, house.title];
+}
+return shown;
+"""
+
+
+def test_each_house_shows_its_move_s_distance(server, browser, tablebase):
+    """Under each move's value the page shows its distance to conversion
+    (none for a value of 0), as the move records carry it."""
+    start = Position.from_string("2-0-1-0-3-1/0-2-0-1-0-1 S")  # worth -1: distances to hold out by
+    browser.open(f"{server}/?{urllib.parse.urlencode({'position': str(start)})}")
+    wait_for_position(browser, start)
+    shown = browser.script(DISTANCES)
+    moves = tablebase.moves(start)
+    assert any(m.distance for m in moves)
+    for m in moves:
+        text, title = shown[m.move]
+        assert text == ("" if m.distance is None else str(m.distance)), (m, text)
+        assert (f"in {m.distance} pl" in title or "a capture: 1 ply" in title) == (m.distance is not None), title

@@ -302,3 +302,32 @@ def test_moves_without_distances_look_none_up(table_dir):
         assert any(m.distance is not None for m in with_distances) and all(m.distance is None for m in without)
         assert [m.value for m in without] == [m.value for m in with_distances]
         assert tablebase.best_move(position).move in {m.move for m in with_distances if m.value == -1}
+
+
+@pytest.mark.parametrize("seeds", range(LAYERS + 1))
+def test_the_spread_from_the_files_counts_every_distance_the_pass_computes(solved, table_dir, seeds):
+    """distance_spread gives back from a file's bytes (DERIVED where the value
+    and one ply say it) every distance of the layer, per side, with the first
+    position of the longest."""
+    store, found = solved
+    values = store.layer(seeds)
+    every = np.array([-1 if d is None else d for d in distances_of(found, seeds)])
+    spread = distance.distance_spread(seeds, tables.load_values(table_dir, seeds),
+                                      *tables.load_distances(table_dir, seeds))
+    for counts, side, longest, rank in ((spread.ahead, values > 0, spread.longest_ahead, spread.rank_ahead),
+                                        (spread.behind, values < 0, spread.longest_behind, spread.rank_behind)):
+        expected = np.bincount(every[side], minlength=counts.shape[0]) if side.any() else np.zeros_like(counts)
+        assert np.array_equal(counts, expected[: counts.shape[0]]) and expected[counts.shape[0]:].sum() == 0
+        if side.any():
+            assert longest == every[side].max() and rank == int(np.flatnonzero(side & (every == longest))[0])
+        else:
+            assert longest == rank == -1
+
+
+def test_the_spread_refuses_bytes_that_do_not_fit_the_values(table_dir):
+    values = tables.load_values(table_dir, 8)
+    stored, overflow = tables.load_distances(table_dir, 8)
+    behind = int(np.flatnonzero((values < 0) & (stored == distance.DERIVED))[0])
+    stored[behind] = 5  # the files leave every distance of the side behind to one ply
+    with pytest.raises(CorruptTableError, match=f"rank {behind}"):
+        distance.distance_spread(8, values, stored, overflow)

@@ -89,7 +89,9 @@ function buildBoard() {
       seeds.className = "seeds";
       const value = document.createElement("span");
       value.className = "mv";
-      button.append(seeds, value);
+      const distance = document.createElement("span");
+      distance.className = "dist";
+      button.append(seeds, value, distance);
       button.addEventListener("click", () => clickHouse(letter));
       $(rowId).append(button);
       const label = document.createElement("span");
@@ -131,6 +133,7 @@ function drawPosition(data) {
     const mark = button.querySelector(".mv");
     mark.textContent = "";
     mark.className = "mv";
+    button.querySelector(".dist").textContent = "";
     delete button.dataset.value;
     button.title = legal ? `play ${letter}` : "";
   }
@@ -177,6 +180,14 @@ function drawMoveValues(moves, exact) {
     if (row.captured) title += `, captures ${row.captured}`;
     if (row.predicted_result) title += `; perfect play ends ${score(row.predicted_result)}`;
     if (row.repeats) title += `; repeats a position of this game, which ends it: ${score(row.repetition_result)}`;
+    // The move's distance to conversion (tables only): plies to the next capture or end of the game, the side
+    // ahead converting as fast as it can and the side behind holding out as long as it can.
+    const distance = row.distance === null || row.distance === undefined ? "" : String(row.distance);
+    button.querySelector(".dist").textContent = distance;
+    if (distance) {
+      const plies = `${distance} pl${row.distance === 1 ? "y" : "ies"}`;
+      title += row.captured ? `; a capture: ${plies}` : `; next capture (or end) in ${plies}`;
+    }
     button.title = title;
   }
 }
