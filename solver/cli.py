@@ -22,7 +22,7 @@ import click
 from . import __version__
 from .errors import AweleError
 from .limits import MAX_PERFT_DEPTH, MAX_PLY
-from .report import EndReason, Outcome, Rule, move_rows, true_rule_may_change
+from .report import EndReason, Outcome, Rule, true_rule_may_change
 
 if TYPE_CHECKING:
     from .position import Position
@@ -970,9 +970,13 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
                  threads: int | None, cycles: str, bounds: bool, as_json: bool) -> None:
     """The value of POSITION and of every legal move; the best ones marked.
 
-    Above the tables it searches instead, with the same repetition rule and
-    progress lines as `awele search`: one search values every move (the
-    position's value is its best move's), and says which values are exact.
+    Under the game's own repetition rule by default, over the moves played:
+    from the tables where they hold the position, with the true rule's
+    graph proving, within the time, the values that rule may change (one
+    it cannot settle is shown under the tables' convention, and said to
+    be). Above the tables it searches instead, with the same progress lines
+    as `awele search`: one search values every move (the position's value is
+    its best move's), and says which values are exact.
     """
     pos = parse_position(position, moves)
     if pos.is_over():
@@ -984,84 +988,71 @@ def best_command(position: str | None, moves: str | None, directory: str | None,
             click.echo(pos.diagram())
             click.echo(f"game over ({pos.terminal_rule()}): {_score_text(scores)}")
         return
+    depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
+    game = _game_of(position, moves)
     with _open_tablebase(directory, pos, quiet=as_json) as tablebase:
-        if not tablebase.has_layer(pos.seeds):
-            depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
-            subject = _parse_game(position, moves)
+        from .engine import Engine
 
-            def searched():
-                from .search import BOUNDS_TIME_SHARE
-
-                searcher = _searcher(tablebase.directory, max_tables, hash_mb, threads, quiet=as_json)
-                share = None if seconds is None else seconds * (BOUNDS_TIME_SHARE if bounds else 1.0)
-                found = searcher.search_every_move(subject, depth=depth, time=share, nodes=nodes, cycles=cycles,
-                                                   progress=None if as_json else _report_depth)
-                if bounds and not found.exact and found.depth > 0:
-                    # Proven bounds on the position's value, at the depth every move finished.
-                    bounded = searcher.search(subject, depth=found.depth, cycles=cycles, bounds=True)
-                    found.lower, found.upper = bounded.lower, bounded.upper
-                assert found.moves is not None, "search_every_move values every move"
-                return found, found.moves
-
-            result, moves_list = _interruptible(searched)
-            if as_json:
-                data = _search_dict(result)
-                data["moves"] = move_rows(moves_list)
-                emit_json(data)
-                return
-            _echo_search(result)
-            click.echo("every move, from the same search:")
-            _echo_moves(moves_list, show_exact=True)
-            return
-        game = _game_of(position, moves)
-        value, moves_list, chosen = _interruptible(lambda: (
-            tablebase.value(pos), tablebase.moves(pos), tablebase.best_move(game)))
-        distance = _position_distance(tablebase, pos, moves_list)
-    predicted = Outcome.predicted(pos, value)
+        engine = Engine(tablebase, lambda: _searcher(tablebase.directory, max_tables, hash_mb, threads, quiet=as_json))
+        try:
+            answer = _interruptible(lambda: engine.position(game, time=seconds, depth=depth, nodes=nodes,
+                                                            cycles=cycles, bounds=bounds,
+                                                            progress=None if as_json else _report_depth))
+        finally:
+            if engine.made_searcher is not None:
+                engine.made_searcher.close()
     if as_json:
-        rows = move_rows(moves_list)
-        emit_json(
-            {
-                "position": str(pos),
-                "to_move": pos.to_move,
-                "seeds": pos.seeds,
-                "value": value,
-                "distance": distance,
-                "predicted_result": predicted.scores(),
-                "outcome": predicted.winner,
-                "moves": rows,
-                "best_moves": [row["move"] for row in rows if row["best"]],
-                "move": chosen.move,
-                "exact": True,
-                "rule": Rule.SPLIT.value,
-                "source": "table",
-            }
-        )
-        return
-    side = "South" if pos.to_move == "S" else "North"
+        data = answer.as_dict()
+        data["cycles"] = cycles
+        emit_json(data)
+    elif answer.source == "table":
+        _echo_table_answer(pos, answer)
+    else:
+        _echo_searched_answer(pos, answer, cycles)
+
+
+def _echo_table_answer(pos, answer):
+    """`awele best` from the tables: the value, what perfect play ends with, under which rule, every move."""
+    value = answer.value
+    side = _side_name(pos)
     click.echo(pos.diagram())
     click.echo(f"position: {pos}")
-    click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board")
-    if true_rule_may_change(value, pos.seeds):
+    click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board "
+               f"(exact; {_rule_text(answer.rule.value)})")
+    if answer.rule is Rule.SPLIT and true_rule_may_change(value, pos.seeds):
         # The value may rest on endless play, which the tables split evenly and the game does not.
-        click.echo(f"perfect play ends: {predicted.text()} by the tables' convention (endless play split evenly; "
-                   "`awele search` applies the game's repetition rule)")
+        click.echo(f"perfect play ends: {answer.outcome.text()} by the tables' convention (endless play split "
+                   "evenly; the game's repetition rule could not be applied in the time: give `awele best` more)")
     else:
-        click.echo(f"perfect play ends: {predicted.text()}")
-    if distance is not None:
-        click.echo(f"next capture (or end) in {distance} pl{'y' if distance == 1 else 'ies'}, "
+        click.echo(f"perfect play ends: {answer.outcome.text()}")
+    if answer.distance is not None:
+        click.echo(f"next capture (or end) in {answer.distance} pl{'y' if answer.distance == 1 else 'ies'}, "
                    f"{'converting as fast' if value > 0 else 'holding out as long'} as {side} can, the value kept")
-    _echo_moves(moves_list, show_exact=False)
-    if chosen.repeats:
+    _echo_moves(answer.moves, show_exact=False)
+    chosen = next(m for m in answer.moves if m.move == answer.move)
+    if chosen.repeats and chosen.outcome is not None:
         click.echo(f"perfect play here: {chosen.move}, which repeats a position of the game: "
                    f"{chosen.outcome.text()} by the true rule")
 
 
-def _position_distance(tablebase, pos, moves_list):
-    """The position's distance to conversion, None when its value is 0 or its layer holds no distances."""
-    if not any(m.distance is not None for m in moves_list):
-        return None
-    return tablebase.distance(pos)
+def _echo_searched_answer(pos, answer, cycles):
+    """`awele best` above the tables: as `awele search` says it, then every move from the same search."""
+    side = _side_name(pos)
+    kind = "exact" if answer.exact else f"estimate at depth {answer.depth}"
+    click.echo(pos.diagram())
+    click.echo(f"position: {pos}")
+    click.echo(f"best move: {answer.move}")
+    value = "?" if answer.value is None else f"{answer.value:+d}"
+    click.echo(f"value for {side} (to move): {value} ({kind}; repetition: {cycles}; {_rule_text(answer.rule.value)})")
+    if not answer.exact and answer.lower is not None:
+        click.echo(f"proven bounds: {answer.lower:+d} <= value <= {answer.upper:+d}")
+    how = (f"searched to depth {answer.depth}" if answer.depth else
+           "proven by the true rule's graph of the positions reachable")
+    click.echo(f"{how}: {answer.nodes:,} nodes in {answer.seconds:.2f} s")
+    if answer.line:
+        click.echo(f"line: {' '.join(answer.line)}")
+    click.echo("every move, from the same search:")
+    _echo_moves(answer.moves, show_exact=True)
 
 
 AweleGroup.aliases["query"] = "best"
@@ -1239,31 +1230,26 @@ def play(side: str, start: str | None, moves: str | None, directory: str | None,
     or loses them all). Above them it searches with that rule too. It says
     the value it found, for itself, exact or an estimate.
     """
+    from .engine import Engine
+
     side = side.upper()
     game = _game_of(start, moves)
     position = game.position
-    searcher = None
     with _open_tablebase(directory, position) as tablebase:
+        engine = Engine(tablebase, lambda: _searcher(tablebase.directory, None, hash_mb, threads))
         while not game.is_over():
             current = game.position
             click.echo(current.diagram())
             if current.to_move != side:
-                if searcher is None:
-                    searcher = _searcher(tablebase.directory, None, hash_mb, threads)
-                if tablebase.has_layer(current.seeds) and not searcher.searches_inside_tables(game):
-                    # The tables' value holds under the true rule (or their layer is not read in yet).
-                    move = _interruptible(tablebase.best_move, game).move
-                else:
-                    # Above the tables, or a table value that may rest on endless
-                    # play: searched under the true rule over the game played.
-                    found = _interruptible(functools.partial(searcher.search, game, time=seconds, cycles="own"))
-                    move = found.move
-                    kind = f"exact, {_rule_text(found.rule)}" if found.exact else f"an estimate at depth {found.depth}"
+                found = _interruptible(functools.partial(engine.move, game, time=seconds))
+                if found.source != "table":
+                    kind = (f"exact, {_rule_text(found.rule.value)}" if found.exact else
+                            f"an estimate at depth {found.depth}")
                     value = "?" if found.value is None else f"{found.value:+d}"
                     click.echo(f"(awele searched {found.nodes:,} nodes: value {value} for {_side_name(current)} "
                                f"(awele), {kind})")
-                captured = game.play(move)
-                click.echo(f"awele plays {move}" + (f", capturing {captured}" if captured else ""))
+                captured = game.play(found.move)
+                click.echo(f"awele plays {found.move}" + (f", capturing {captured}" if captured else ""))
                 continue
             answer = click.prompt(f"your move ({' '.join(current.legal_moves())}, values, undo, quit)").strip()
             if answer == "quit":
@@ -1271,16 +1257,11 @@ def play(side: str, start: str | None, moves: str | None, directory: str | None,
                 return
             if answer == "values":
                 whose = f"values for {_side_name(current)} (you, to move): your captures from here on minus awele's"
-                if tablebase.has_layer(current.seeds):
-                    click.echo(f"{whose}, under perfect play; exact, from the tables, with the true repetition "
-                               "rule over the game")
-                    _echo_moves(_interruptible(tablebase.game_moves, game), show_exact=False)
-                    continue
-                if searcher is None:
-                    searcher = _searcher(tablebase.directory, None, hash_mb, threads)
-                click.echo(f"{whose}; above the tables: searched {seconds:g} s in all, true repetition rule")
-                estimate = functools.partial(searcher.move_values, game, time=seconds, cycles="own")
-                _echo_moves(_interruptible(estimate), show_exact=True)
+                valued = _interruptible(functools.partial(engine.position, game, time=seconds))
+                how = ("from the tables" if valued.source == "table" else
+                       f"above the tables: searched {seconds:g} s in all")
+                click.echo(f"{whose}; {how}, {_rule_text(valued.rule.value)}, over the game")
+                _echo_moves(valued.moves, show_exact=True)
                 continue
             if answer == "undo":
                 if len(game.moves) < 2:

@@ -474,15 +474,15 @@ def test_the_cli_prints_each_row_as_its_ply_is_done(table_dir, monkeypatch):
     from solver.errors import SearchError
 
     judged = []
-    scores = analysis._Judge.scores
+    scores = analysis._judged
 
-    def failing_third(judge, game):
+    def failing_third(engine, game, time_per_ply):
         judged.append(len(game.moves))
         if len(judged) == 3:
             raise SearchError("stopped at the third ply")
-        return scores(judge, game)
+        return scores(engine, game, time_per_ply)
 
-    monkeypatch.setattr(analysis._Judge, "scores", failing_third)
+    monkeypatch.setattr(analysis, "_judged", failing_third)
     result = CliRunner().invoke(cli, ["analyse", "1. C d 2. D e", "--start", MARKED, "--dir", table_dir,
                                       "--max-tables", "8"])
     assert result.exit_code == 2, result.output
@@ -496,8 +496,9 @@ def test_progress_gets_each_ply_before_the_next_is_judged(table_dir, monkeypatch
     from solver import analysis
 
     events = []
-    scores = analysis._Judge.scores
-    monkeypatch.setattr(analysis._Judge, "scores", lambda judge, game: events.append("judge") or scores(judge, game))
+    scores = analysis._judged
+    monkeypatch.setattr(analysis, "_judged",
+                        lambda engine, game, seconds: events.append("judge") or scores(engine, game, seconds))
     with Tablebase(table_dir) as tables:
         report = analyse("1. C d 2. D e", tables, start=MARKED, time_per_ply=None,
                          progress=lambda ply: events.append(ply.notation))

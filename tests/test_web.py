@@ -21,10 +21,8 @@ from solver.analysis import analyse
 from solver.cli import cli
 from solver.probe import Tablebase
 from solver.report import best_of
-from solver.web import (
-    create_app,
-    oracle,
-)
+from solver import engine
+from solver.web import create_app
 from solver.web.app import MAX_BODY_BYTES, STATIC_FILES
 
 MAX_SEARCH_TIME = 0.5
@@ -331,7 +329,7 @@ def test_awele_takes_a_repetition_when_it_gives_more_than_the_table_value(tableb
     # returns with both seeds on South's side: the true rule gives South 2:0.
     game = Game.from_record("F a A b B c C d D e E", Position.from_string("1-0-0-0-0-1/0-0-0-0-0-0 S"))
     assert game.legal_moves() == ["f"]
-    data = oracle.position_report(tablebase, game)
+    data = engine.position_report(tablebase, game)
     (only,) = data["moves"]
     assert only["repeats"] and only["repetition_result"] == [2, 0]
     assert tablebase.best_move(game).move == "f"
