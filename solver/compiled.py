@@ -37,10 +37,10 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
 
     with tempfile.TemporaryDirectory(prefix="awele-compile-") as folder:
         from . import build, evaluation, fitting
+        from .engine import warm_up
         from .position import Game, Position
         from .probe import Tablebase
         from .search import Searcher
-        from .engine import warm_up
 
         # A budget of its own: layers this small need a few MiB, and the default
         # (the memory available) refuses them on a machine busy with a big build.

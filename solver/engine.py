@@ -208,7 +208,12 @@ class Engine:
                 budget.table_wait is None or searcher.tables_answer_in_time(position.seeds, budget.table_wait)):
             try:
                 if not searcher.searches_inside_tables(position, cycles):
-                    return self.table_move(game, budget.answer_deadline)
+                    answer = self.table_move(game, budget.answer_deadline)
+                    if cycles == "own" and answer.rule is Rule.SPLIT and true_rule_may_change(
+                            self.tablebase.value(position), position.seeds):
+                        # Its layer not in the search's memory yet: the true rule's graph, if it can.
+                        return self._proven_move(game, budget) or answer
+                    return answer
             except MissingTableError:
                 pass  # a smaller layer is missing: search
             except TableError as error:
@@ -228,6 +233,18 @@ class Engine:
         moves = self.tablebase.line(game.position, max_plies=LINE_PLIES, deadline=deadline).moves
         line = tuple(moves) if moves and moves[0] == best.move else (best.move,)
         return MoveAnswer(best.move, best.value, True, best.rule, "table", line,
+                          seconds=_time.perf_counter() - started)
+
+    def _proven_move(self, game: Game, budget: Budget) -> MoveAnswer | None:
+        """The move the true rule's graph proves best within the answer's
+        deadline (source "component", rule "true"), or None when it cannot."""
+        started = _time.perf_counter()
+        graph = self._true_bounds(game, budget.answer_deadline)
+        proven = [] if graph is None or not graph.exact else graph.best_moves()
+        if graph is None or not proven:
+            return None
+        move = proven[0]
+        return MoveAnswer(move, graph.lower, True, Rule.TRUE, "component", (move,),
                           seconds=_time.perf_counter() - started)
 
     def _unprepared_move(self, game: Game, budget: Budget,

@@ -57,12 +57,6 @@ def plain(data):
 
 
 @pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as opened:
-        yield opened
-
-
-@pytest.fixture(scope="module")
 def low_tables(table_dir):
     """A Tablebase and a Searcher holding layers 0..2 only (nothing else loaded)."""
     with Tablebase(table_dir) as opened:

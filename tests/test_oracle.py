@@ -2,10 +2,10 @@
 
 import pytest
 
+from solver.engine import Engine, search_report
 from solver.errors import SearchError
 from solver.position import Game, Position
 from solver.search import Searcher
-from solver.engine import Engine, search_report
 
 
 @pytest.mark.parametrize("time", [5e-324, 1e-323, 1e-9])

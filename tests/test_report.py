@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from solver import build
 from solver.cli import cli
 from solver.position import Game, Position
-from solver.probe import Tablebase
 from solver.report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value, move_rows
 
 # A game in which the tables' best move (the first move of Tablebase.line, by
@@ -27,12 +26,6 @@ def table_dir(tmp_path_factory):
     directory = str(tmp_path_factory.mktemp("report"))
     build.build(8, directory)
     return directory
-
-
-@pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as tablebase:
-        yield tablebase
 
 
 def naive_predicted(position, value):
