@@ -293,14 +293,14 @@ class Engine:
         found = self._table_moves(game)
         if found is not None:
             moves = found
-            if cycles == "own" and search and not all(m.rule is Rule.TRUE for m in moves):
+            if cycles == "own":
                 moves = [_holding(position, m) for m in moves]
-                if not all(m.rule is Rule.TRUE for m in moves):
+                if search and not all(m.rule is Rule.TRUE for m in moves):
                     graph = self._true_bounds(game, budget.answer_deadline)
                     moves = [_refined(position, m, graph) for m in moves]
             return self._answer(game, moves, "table", budget, distance=self._distance(position, moves))
         if not search:
-            raise MissingTableError(self.why_no_table(position))
+            raise MissingTableError(self.why_no_table(position) + "; and searching is off")
         graph = None
         if cycles == "own" and nodes is None:
             graph = self._true_bounds(game, budget.share(GRAPH_SHARE))
@@ -326,7 +326,8 @@ class Engine:
             bounded = searcher.search(game, depth=searched.depth, cycles=cycles, bounds=True)
             lower, upper = bounded.lower, bounded.upper
         line = tuple(searched.line) if searched.move is not None else ()
-        return self._answer(game, moves, searched.source, budget, chosen=searched.move, line=line,
+        source = "component" if searched.source == "component" else "search"  # (a move's child may be in the tables)
+        return self._answer(game, moves, source, budget, chosen=searched.move, line=line,
                             depth=searched.depth, nodes=searched.nodes, lower=lower, upper=upper)
 
     def _answer(self, game: Game, moves: list[MoveValue], source: str, budget: Budget, chosen: str | None = None,

@@ -331,15 +331,17 @@ def test_the_issue_forced_cycle_is_two_for_south(table_dir):
     assert all(p["exact"] and p["cycles"] == "own" for p in plies)
 
 
-def test_best_says_when_its_table_value_is_the_tables_convention(table_dir):
-    """`awele best` on the forced cycle answers from the tables: +0, a draw by
-    their even split, which the game's rule makes +2; it says whose value that
-    is. A value where one side takes every seed left holds under both rules."""
+def test_best_gives_the_true_rule_where_the_tables_convention_differs(table_dir):
+    """`awele best` on the forced cycle: the tables say +0, a draw by their
+    even split; the game's rule makes it +2 (South 25 - North 23), which
+    best now gives, saying under which rule. A value where one side takes
+    every seed left holds under both rules."""
     start = FORCED_CYCLES[0][0]
     result = CliRunner().invoke(cli, ["best", start, "--dir", table_dir])
     assert result.exit_code == 0, result.output
     ends = next(line for line in result.output.splitlines() if line.startswith("perfect play ends"))
-    assert "draw" in ends and "tables' convention" in ends and "awele search" in ends
+    assert "South wins" in ends and "convention" not in ends, ends
+    assert "holds under the true rule" in result.output
     result = CliRunner().invoke(cli, ["best", "0-3-0-0-0-2/1-1-0-1-0-1 S 18:21", "--dir", table_dir])
     ends = next(line for line in result.output.splitlines() if line.startswith("perfect play ends"))
     assert "convention" not in ends, ends

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from solver import build
 from solver.cli import cli
 from solver.position import Game, Position
+from solver.probe import Tablebase
 from solver.report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value, move_rows
 
 # A game in which the tables' best move (the first move of Tablebase.line, by
@@ -26,6 +27,13 @@ def table_dir(tmp_path_factory):
     directory = str(tmp_path_factory.mktemp("report"))
     build.build(8, directory)
     return directory
+
+
+@pytest.fixture(scope="module")
+def tablebase(table_dir):
+    """This module's tables (layers 0..8), not the session's."""
+    with Tablebase(table_dir) as opened:
+        yield opened
 
 
 def naive_predicted(position, value):
@@ -128,5 +136,12 @@ def test_awele_best_names_the_true_rule_move_and_renders_records(table_dir, tabl
     data = json.loads(result.output)
     game = Game.from_record(RECORD, Position.from_string(START))
     assert data["move"] == tablebase.best_move(game).move
-    assert data["moves"] == move_rows(tablebase.moves(game.position))
-    assert data["rule"] == "split" and data["source"] == "table"
+    # Every move as the game has it: `repeats` and a repetition's value by the true
+    # rule (before, best rendered the tables' moves, `repeats` always false).
+    in_game = tablebase.game_moves(game)
+    assert [(m["move"], m["repeats"]) for m in data["moves"]] == [(m.move, m.repeats) for m in in_game]
+    assert any(m.repeats for m in in_game)
+    for row, move in zip(data["moves"], in_game):
+        if move.repeats:
+            assert (row["value"], row["rule"]) == (move.value, "true")
+    assert data["source"] == "table"
