@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
-from . import __version__
 from .errors import AweleError
 from .limits import MAX_PERFT_DEPTH, MAX_PLY
 from .report import EndReason, Outcome, Rule, true_rule_may_change
+from .version import __version__
 
 if TYPE_CHECKING:
     from .position import Position
@@ -1022,7 +1022,7 @@ def _echo_table_answer(pos, answer):
     if answer.rule is Rule.SPLIT and true_rule_may_change(value, pos.seeds):
         # The value may rest on endless play, which the tables split evenly and the game does not.
         click.echo(f"perfect play ends: {answer.outcome.text()} by the tables' convention (endless play split "
-                   "evenly; the game's repetition rule could not be applied in the time: give `awele best` more)")
+                   "evenly; the game's repetition rule was not proven within the time)")
     else:
         click.echo(f"perfect play ends: {answer.outcome.text()}")
     if answer.distance is not None:

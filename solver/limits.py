@@ -32,7 +32,7 @@ def check_limits(depth: object, time: object, nodes: object, cycles: object) -> 
         raise SearchError(f"time must be a finite number of seconds, got {time!r}")
     if depth is not None and not 1 <= depth <= MAX_PLY:  # type: ignore[operator]
         raise SearchError(f"depth must be 1..{MAX_PLY}, got {depth}")
-    if time is not None and not time > 0:  # type: ignore[operator]
+    if time is not None and not time > 0:
         raise SearchError(f"time must be positive, got {time}")
     if nodes is not None and not whole(nodes):
         raise SearchError(f"nodes must be an integer, got {nodes!r}")

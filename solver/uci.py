@@ -50,7 +50,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, ClassVar, TextIO
 
-from . import __version__
 from .errors import (
     AweleError,
     IllegalMoveError,
@@ -58,6 +57,7 @@ from .errors import (
 )
 from .limits import DEFAULT_QUIESCENCE, MAX_QUIESCENCE
 from .report import MoveAnswer
+from .version import __version__
 
 if TYPE_CHECKING:
     from .position import Game, Position

@@ -36,7 +36,6 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__
 from ..engine import parse_game, position_report, table_message, warm_up
 from ..errors import (
     AweleError,
@@ -48,6 +47,7 @@ from ..errors import (
 from ..limits import CYCLES
 from ..position import parse_record
 from ..probe import Tablebase
+from ..version import __version__
 from .worker import JobError, JobTimeout, Worker
 
 DEFAULT_MAX_SEARCH_TIME = 10.0  # seconds a search may be given, whatever the request asks
@@ -289,32 +289,31 @@ def _check_limit(name, value):
     return float(value)
 
 
-def create_app(directory: str | os.PathLike | None = None, max_search_time: float = DEFAULT_MAX_SEARCH_TIME,
-               max_line_time: float = DEFAULT_MAX_LINE_TIME, max_analysis_time: float = DEFAULT_MAX_ANALYSIS_TIME,
-               start_worker: bool = True) -> FastAPI:
-    """The oracle app on the tables in `directory` (tables.default_directory()
-    when None).
-
-    max_search_time caps the time a request may give a search (or an engine
-    move above the tables, or one ply of an analysis); max_line_time is how
-    long a perfect line or a perfect-play move that needs the progress
-    ranking may run before it is stopped; max_analysis_time caps the search
-    time of a whole analysis. With start_worker the search process is started
-    when the app starts (it opens its tables in the background), else on the
-    first request that needs it.
-    """
+def _tables_folder(directory):
+    """The tables folder to serve: `directory`, else tables.default_directory(); an InvalidArgumentError if none."""
     from .. import tables
 
     directory = os.fspath(directory) if directory is not None else tables.default_directory()
     if not os.path.isdir(directory):
         raise InvalidArgumentError(f"no tables folder {directory}: build tables with `awele build`, or give --dir")
-    max_search_time = _check_limit("max_search_time", max_search_time)
-    max_line_time = _check_limit("max_line_time", max_line_time)
-    max_analysis_time = _check_limit("max_analysis_time", max_analysis_time)
-    static = _static_files()
-    tablebase = Tablebase(directory)
-    worker = Worker(directory)
-    limiters = {}
+    return directory
+
+
+def _game_of(request):
+    """The Game a request names: its position (the opening when None) and its moves."""
+    return parse_game(request.position, request.moves)
+
+
+def _refuse_finished(game):
+    """A GameOverError for a finished game, with its final score."""
+    if game.is_over():
+        south, north = game.result()
+        raise GameOverError(f"the game is over ({game.end_reason}): final score South {south:g}, North {north:g}")
+
+
+def _lifespan(tablebase, worker, limiters, start_worker):
+    """The app's start and end: the limiters made, the worker started (with
+    `start_worker`), the kernels loaded; at the end the worker and the tables closed."""
 
     @asynccontextmanager
     async def lifespan(app):
@@ -332,6 +331,12 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
             worker.close()
             tablebase.close()
 
+    return lifespan
+
+
+def _new_app(lifespan, static):
+    """The FastAPI app with its middleware, error handlers and pages (fixed
+    files: nothing from the request reaches the filesystem)."""
     app = FastAPI(
         title="awele oracle",
         version=__version__,
@@ -346,6 +351,39 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
     )
     app.add_middleware(_BodyLimitAndTiming)
     _install_error_handlers(app)
+
+    def page(path):
+        content, media = static[path]
+        return Response(content, media_type=media, headers=PAGE_HEADERS)
+
+    for path in STATIC_FILES:
+        app.add_api_route(path, (lambda path=path: page(path)), methods=["GET"], include_in_schema=False)
+    return app
+
+
+def create_app(directory: str | os.PathLike | None = None, max_search_time: float = DEFAULT_MAX_SEARCH_TIME,
+               max_line_time: float = DEFAULT_MAX_LINE_TIME, max_analysis_time: float = DEFAULT_MAX_ANALYSIS_TIME,
+               start_worker: bool = True) -> FastAPI:
+    """The oracle app on the tables in `directory` (tables.default_directory()
+    when None).
+
+    max_search_time caps the time a request may give a search (or an engine
+    move, or one ply of an analysis); max_line_time is how long a perfect
+    line may run before it is stopped; max_analysis_time caps the search
+    time of a whole analysis. With start_worker the search process is started
+    when the app starts (it opens its tables in the background), else on the
+    first request that needs it.
+    """
+    directory = _tables_folder(directory)
+    max_search_time, max_line_time, max_analysis_time = (_check_limit(name, value) for name, value in (
+        ("max_search_time", max_search_time), ("max_line_time", max_line_time),
+        ("max_analysis_time", max_analysis_time)))
+    static = _static_files()
+    tablebase = Tablebase(directory)
+    worker = Worker(directory)
+    limiters = {}
+
+    app = _new_app(_lifespan(tablebase, worker, limiters, start_worker), static)
     app.state.tablebase = tablebase
     app.state.worker = worker
 
@@ -357,22 +395,6 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         if limiter.statistics().tasks_waiting >= MAX_WAITING_JOBS:
             raise ServiceError("the server is busy with other searches; try again in a moment")
         return await anyio.to_thread.run_sync(worker.call, job, args, timeout, limiter=limiter)
-
-    def game_of(request):
-        return parse_game(request.position, request.moves)
-
-    def refuse_finished(game):
-        if game.is_over():
-            south, north = game.result()
-            raise GameOverError(f"the game is over ({game.end_reason}): final score South {south:g}, North {north:g}")
-
-    def page(path):
-        content, media = static[path]
-        return Response(content, media_type=media, headers=PAGE_HEADERS)
-
-    # The pages: fixed files, nothing from the request reaches the filesystem.
-    for path in STATIC_FILES:
-        app.add_api_route(path, (lambda path=path: page(path)), methods=["GET"], include_in_schema=False)
 
     @app.get("/api/info", summary="What this server holds and its limits")
     async def info():
@@ -404,7 +426,7 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         false), ask /api/search."""
 
         def answer():
-            return position_report(tablebase, game_of(request))
+            return position_report(tablebase, _game_of(request))
 
         return await fast(answer)
 
@@ -413,8 +435,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         """Both sides play best moves from the tables (the winner toward
         converting), until the game ends by the rules or a position repeats
         (the true rule), or after max_plies. Needs the position's table."""
-        game = await fast(game_of, request)
-        refuse_finished(game)
+        game = await fast(_game_of, request)
+        _refuse_finished(game)
         if not tablebase.has_layer(game.position.seeds):
             raise MissingTableError(f"no table for {game.position.seeds} seeds in this server's folder: "
                                     "a perfect line needs one (ask /api/search)")
@@ -431,8 +453,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         (the position's value is then its best move's, and `move` one of the
         moves marked best). `time` is capped at the server's max_search_time
         and the time used is returned."""
-        game = await fast(game_of, request)
-        refuse_finished(game)
+        game = await fast(_game_of, request)
+        _refuse_finished(game)
         seconds = min(request.time, max_search_time)
         args = {"position": request.position, "moves": request.moves, "time": seconds, "cycles": request.cycles,
                 "move_values": request.move_values}
@@ -456,8 +478,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         rule ends the game as soon as a side has 25 (the tables' values
         count every seed to the end, ignoring that stop), so this is not a
         wrong move."""
-        game = await fast(game_of, request)
-        refuse_finished(game)
+        game = await fast(_game_of, request)
+        _refuse_finished(game)
         seconds = min(request.time, max_search_time)
         found = await slow("engine", {"position": request.position, "moves": request.moves, "time": seconds},
                            seconds + JOB_GRACE)
