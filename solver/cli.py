@@ -1258,10 +1258,10 @@ def play(side: str, start: str | None, moves: str | None, directory: str | None,
             if answer == "values":
                 whose = f"values for {_side_name(current)} (you, to move): your captures from here on minus awele's"
                 valued = _interruptible(functools.partial(engine.position, game, time=seconds))
-                how = ("from the tables" if valued.source == "table" else
+                how = ("exact, from the tables" if valued.source == "table" else
                        f"above the tables: searched {seconds:g} s in all")
                 click.echo(f"{whose}; {how}, {_rule_text(valued.rule.value)}, over the game")
-                _echo_moves(valued.moves, show_exact=True)
+                _echo_moves(valued.moves, show_exact=valued.source != "table")
                 continue
             if answer == "undo":
                 if len(game.moves) < 2:
