@@ -1017,8 +1017,9 @@ def _echo_table_answer(pos, answer):
     side = _side_name(pos)
     click.echo(pos.diagram())
     click.echo(f"position: {pos}")
-    click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board "
-               f"(exact; {_rule_text(answer.rule.value)})")
+    # A value under the tables' convention says so on the next line, where it may matter.
+    rule = " (exact, under the true repetition rule)" if answer.rule is Rule.TRUE else ""
+    click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board{rule}")
     if answer.rule is Rule.SPLIT and true_rule_may_change(value, pos.seeds):
         # The value may rest on endless play, which the tables split evenly and the game does not.
         click.echo(f"perfect play ends: {answer.outcome.text()} by the tables' convention (endless play split "

@@ -341,7 +341,7 @@ def test_best_gives_the_true_rule_where_the_tables_convention_differs(table_dir)
     assert result.exit_code == 0, result.output
     ends = next(line for line in result.output.splitlines() if line.startswith("perfect play ends"))
     assert "South wins" in ends and "convention" not in ends, ends
-    assert "holds under the true rule" in result.output
+    assert "under the true repetition rule" in result.output
     result = CliRunner().invoke(cli, ["best", "0-3-0-0-0-2/1-1-0-1-0-1 S 18:21", "--dir", table_dir])
     ends = next(line for line in result.output.splitlines() if line.startswith("perfect play ends"))
     assert "convention" not in ends, ends

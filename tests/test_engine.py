@@ -115,7 +115,7 @@ def test_best_says_plus_two_under_the_true_rule(table_dir):
     assert (data["value"], data["exact"], data["rule"], data["move"]) == (2, True, "true", "F")
     assert data["predicted_result"] == [25, 23]
     text = CliRunner().invoke(cli, ["best", CYCLE, "--dir", table_dir]).output
-    assert "+2" in text and "holds under the true rule" in text and "South 25 - North 23" in text
+    assert "+2" in text and "under the true repetition rule" in text and "South 25 - North 23" in text
 
 
 def test_analyse_says_plus_two_under_the_true_rule(table_dir):
