@@ -381,7 +381,7 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
     static = _static_files()
     tablebase = Tablebase(directory)
     worker = Worker(directory)
-    limiters = {}
+    limiters: dict[str, anyio.CapacityLimiter] = {}
 
     app = _new_app(_lifespan(tablebase, worker, limiters, start_worker), static)
     app.state.tablebase = tablebase
