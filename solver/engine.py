@@ -20,6 +20,10 @@ under the true rule (report.true_rule_may_change) the engine proves what it
 can by the true rule's graph (solver.repetition) or searches under the true
 rule, and says which rule each value holds under where it cannot.
 
+The page's answers as JSON data (game_report, position_report: the tables'
+quick look, search_report, line_report, table_message) are made here too,
+without HTTP: solver.web serves them.
+
 >>> from solver.position import Position
 >>> Budget.of(2.0, started=10.0).end, Budget.of(2.0, started=10.0).table_wait
 (12.0, 11.0)
@@ -198,9 +202,9 @@ class Engine:
         game = _game(game)
         if game.is_over():
             raise GameOverError(f"the game is over in {game.position} ({game.end_reason})")
+        searcher = self.searcher  # made first when it is made here: the time is the answer's
         budget = Budget.of(time, started)
         position = game.position
-        searcher = self.searcher
         if searcher is None:
             return self._unprepared_move(game, budget, tables_ready)
         note = None
@@ -306,6 +310,7 @@ class Engine:
             graph = self._true_bounds(game, budget.share(GRAPH_SHARE))
             if graph is not None and all(low == high for low, high in graph.moves.values()):
                 return self._answer(game, _from_bounds(game, graph), "search", budget)
+        left = budget.left()  # the search's time, whatever making the searcher takes
         searcher = self.searcher  # made here on first need, after the graph's share of the time
         if searcher is None:
             raise MissingTableError(self.why_no_table(position) + "; and the search is not ready")
@@ -314,7 +319,6 @@ class Engine:
             # asked for another repetition rule: here, not inside the timed search.
             searcher.search(game, depth=1, cycles=cycles)
             self._warmed.add(cycles)
-        left = budget.left()
         share = None if left is None else left * (BOUNDS_TIME_SHARE if bounds else 1.0)
         searched = searcher.search_every_move(game, depth=depth, time=share, nodes=nodes, cycles=cycles,
                                               progress=progress)
