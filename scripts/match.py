@@ -167,8 +167,7 @@ def check_awele_value(key, value):
     no sense: depth 1..MAX_PLY, nodes and hash_mb positive, time finite
     seconds, max_table_seeds -1..48, threads 1..MAX_THREADS, tables a folder.
     Keys not listed here are checked by the Searcher itself."""
-    from solver.limits import MAX_PLY, MAX_SEEDS
-    from solver.search import CYCLES
+    from solver.limits import CYCLES, MAX_PLY, MAX_SEEDS
 
     if value is None and key in ("tablebase", "max_table_seeds", "threads", "table_bytes", "depth", "time",
                                  "nodes", "weights_file"):

@@ -5,8 +5,6 @@
 190
 """
 
-__version__ = "0.1.0"
-
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -16,6 +14,7 @@ from .errors import (
     InvalidPositionError,
     InvalidRecordError,
 )
+from .version import __version__
 
 # Every class but the errors loads numba kernels (and the tables HDF5):
 # imported on first use, so `import solver` and `awele --version` stay quick.

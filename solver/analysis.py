@@ -40,18 +40,17 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .errors import InvalidArgumentError, InvalidRecordError, MissingTableError, SearchError
+from .errors import InvalidArgumentError, InvalidRecordError, SearchError
 from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, as_position, parse_record
-from .report import EndReason, MoveValue, Outcome, Rule, ended_value, true_rule_may_change
+from .report import EndReason, MoveValue, Outcome, Rule
 
 if TYPE_CHECKING:  # the table and search modules load numba kernels: imported when used
+    from .engine import Engine
     from .probe import Tablebase
-    from .repetition import Bounds
     from .search import Searcher
 
 INACCURACY_SEEDS = 1  # giving away at least this much is an inaccuracy
@@ -59,7 +58,6 @@ MISTAKE_SEEDS = 4  # ... and at least this much a mistake
 MARK_SYMBOLS = {None: "", "inaccuracy": "?!", "mistake": "?", "blunder": "??"}
 MIN_TIME_PER_PLY = 0.01  # seconds; a ply's legal moves share it, and each needs time for one iteration
 SOURCES = ("table", "search")
-MIN_GRAPH_POSITIONS = 1000  # a true rule's graph allowed fewer positions than this is not tried
 
 
 @dataclass
@@ -275,7 +273,7 @@ def analyse(
         from .probe import Tablebase
 
         tablebase = opened = Tablebase(os.fsdecode(tablebase) if tablebase is not None else None)
-    judge = _Judge(tablebase, searcher, time_per_ply, max_tables)
+    engine = _engine(tablebase, searcher, max_tables)
     try:
         replay = Game(game.start)
         plies = []
@@ -283,7 +281,7 @@ def analyse(
         number = 1
         for ply_index, move in enumerate(game.moves):
             before = replay.position
-            source, cycles, value_before, scores = judge.scores(replay)
+            source, cycles, value_before, scores = _judged(engine, replay, time_per_ply)
             values = {s.move: _known(s) for s in scores}
             played_value = values[move]
             best_value = max(values.values())
@@ -316,8 +314,8 @@ def analyse(
             if progress is not None:
                 progress(ply)
     finally:
-        if searcher is None and judge.searcher is not None:
-            judge.searcher.close()  # made here: its background reader stops before the tables may close
+        if searcher is None and engine.made_searcher is not None:
+            engine.made_searcher.close()  # made here: its background reader stops before the tables may close
         if opened is not None:
             opened.close()
     result = game.result()
@@ -384,172 +382,35 @@ def _replayable(game: Game | str, start: Position | str | None) -> Game:
     return Game.from_record(game, None if start is None else as_position(start))
 
 
-def _holding(position: Position, score: MoveValue) -> MoveValue:
-    """A table move's record, its rule "true" when the true rule cannot change
-    its value: the move captures (no earlier position can come back) into a
-    position whose mover takes every seed left or none (report.true_rule_may_change)."""
-    if score.rule is Rule.TRUE or not score.captured or score.value is None:
-        return score
-    if true_rule_may_change(score.captured - score.value, position.seeds - score.captured):
-        return score
-    return replace(score, rule=Rule.TRUE)
+def _engine(tablebase: Tablebase, searcher: Searcher | None, max_tables: int | None) -> Engine:
+    """The Engine that judges the plies: the given searcher, else one made on
+    first need, with exactly the layers up to max_tables in memory as far as
+    the search's usual budget allows."""
+    from .engine import Engine
+
+    def made() -> Searcher:
+        from .index import layer_size
+        from .search import DEFAULT_TABLE_BYTES, Searcher
+
+        if max_tables is None:
+            return Searcher(tablebase)
+        fits, used = -1, 0
+        while fits < max_tables and used + layer_size(fits + 1) <= DEFAULT_TABLE_BYTES:
+            fits += 1
+            used += layer_size(fits)
+        return Searcher(tablebase, max_table_seeds=max(0, fits))
+
+    return Engine(tablebase, searcher if searcher is not None else made, max_table_seeds=max_tables)
 
 
-def _refined(position: Position, score: MoveValue, bounds: Bounds | None) -> MoveValue:
-    """A move's record within the true rule's proven bounds: their value, exact,
-    where they meet; else an estimate under the true rule is kept within
-    them, and a value under the tables' convention stays what it is (exact
-    under that convention, and said to be). An exact value under the true
-    rule (a game end, a proof) stands."""
-    if bounds is None or (score.exact and score.rule is Rule.TRUE):
-        return score
-    low, high = bounds.moves[score.move]
-    if low == high:
-        value, exact = low, True
-    elif score.value is None or score.rule is Rule.SPLIT:
-        return score
-    else:
-        value, exact = min(max(score.value, low), high), False
-    ended = score.outcome if score.outcome is not None and score.outcome.reason is not None else None
-    return MoveValue.of(position, score.move, score.captured, value, exact, Rule.TRUE, score.repeats, ended)
-
-
-def _from_bounds(game: Game, bounds: Bounds) -> list[MoveValue]:
-    """Every legal move's record from exact true-rule bounds; a move that ends
-    the game (a repetition, 25 seeds) is valued by that end."""
-    position = game.position
-    scores = []
-    for move in game.legal_moves():
-        captured = game.play(move)
-        try:
-            if game.is_over():
-                totals, reason = game.result(), game.end_reason
-                assert totals is not None and reason is not None, "a game that is over has its result"
-                scores.append(MoveValue.of(position, move, captured, ended_value(totals, position), True, Rule.TRUE,
-                                           reason == EndReason.REPETITION, Outcome.ended(totals, reason)))
-            else:
-                scores.append(MoveValue.of(position, move, captured, bounds.moves[move][0], True, Rule.TRUE))
-        finally:
-            game.undo()
-    return scores
-
-
-class _Judge:
-    """Every legal move's value at a ply: from the tables where they reach,
-    else by search (made on first need)."""
-
-    def __init__(self, tablebase: Tablebase, searcher: Searcher | None, time_per_ply: float | None,
-                 max_tables: int | None) -> None:
-        self.tablebase = tablebase
-        self.searcher = searcher
-        self.time_per_ply = time_per_ply
-        self.max_tables = max_tables
-        self._warmed = False
-
-    def scores(self, game: Game) -> tuple[str, str, int, list[MoveValue]]:
-        """(source, cycles, value, [MoveValue]) for the position `game` is in.
-
-        Every value is then under the true rule with the game's history
-        (rule "true") where that is known: a table value that the rule
-        cannot change, a search's, or the true rule's graph (_true_bounds).
-        The others keep the tables' convention (rule "split"), and the ply's
-        `cycles` says so: "own" only when every move's value is under the true rule."""
-        position = game.position
-        started = time.perf_counter()
-        found = self._from_tables(position)
-        if found is not None:
-            source = "table"
-            scores = [_holding(position, score) for score in found[1]]
-            if self.time_per_ply is not None and not all(score.rule is Rule.TRUE for score in scores):
-                bounds = self._true_bounds(game, started + self.time_per_ply)
-                scores = [_refined(position, score, bounds) for score in scores]
-        elif self.time_per_ply is None:
-            raise MissingTableError(self._why_no_table(position))
-        else:
-            source = "search"
-            # The true rule's graph first (half the time at most): for the small
-            # positions whose values rest on cycles it proves what a search cannot.
-            bounds = self._true_bounds(game, started + self.time_per_ply / 2)
-            if bounds is not None and all(low == high for low, high in bounds.moves.values()):
-                scores = _from_bounds(game, bounds)
-            else:
-                left = max(MIN_TIME_PER_PLY, started + self.time_per_ply - time.perf_counter())
-                scores = [_refined(position, score, bounds) for score in self._searched(game, left)]
-        cycles = "own" if all(score.rule is Rule.TRUE for score in scores) else "split"
-        return source, cycles, max(_known(s) for s in scores), scores
-
-    def _searched(self, game: Game, seconds: float) -> list[MoveValue]:
-        """Every legal move valued by one search of `seconds` (true rule, the game's history)."""
-        searcher = self._searcher()
-        if not self._warmed:
-            # A Searcher clears its transposition table the first time it is
-            # asked for another repetition rule, inside the timed search; do
-            # that here so each move gets its whole share of the time.
-            searcher.search(game, depth=1, cycles="own")
-            self._warmed = True
-        searched = searcher.search_every_move(game, time=seconds, cycles="own")
-        assert searched.moves is not None, "search_every_move values every move"
-        return searched.moves
-
-    def _true_bounds(self, game: Game, deadline: float) -> Bounds | None:
-        """Every legal move's proven bounds under the true rule with the game's
-        history (solver.repetition), or None when its graph is too large for
-        the time left before `deadline` (time.perf_counter()) or not solved by then.
-        The limit on positions is the search's (REPETITION_RATE a second, a
-        share of that when the root's layer alone is larger)."""
-        from . import index
-        from .repetition import true_rule_bounds
-        from .search import DEFAULT_COMPONENT_LIMIT, REPETITION_RATE, REPETITION_SMALL_SHARE
-
-        position = game.position
-        limit = min(DEFAULT_COMPONENT_LIMIT, int((deadline - time.perf_counter()) * REPETITION_RATE))
-        if limit < 2 * index.layer_size(position.seeds):
-            limit //= REPETITION_SMALL_SHARE  # the whole graph will not fit: look for a small one only
-        if limit < MIN_GRAPH_POSITIONS:
-            return None
-        bounds = true_rule_bounds(position, game.positions[:-1], self.tablebase.store.arrays(), limit, deadline)
-        return bounds if bounds.status == "solved" else None
-
-    def _from_tables(self, position: Position) -> tuple[int, list[MoveValue]] | None:
-        """(value, [MoveValue]) from the tables, or None when they do not reach."""
-        seeds = position.seeds
-        if (self.max_tables is not None and seeds > self.max_tables) or not self.tablebase.has_layer(seeds):
-            return None
-        try:
-            value = self.tablebase.value(position)
-            scores = self.tablebase.moves(position)
-        except MissingTableError:
-            return None  # a layer a move reaches is missing: search
-        return int(value), scores
-
-    def _why_no_table(self, position: Position) -> str:
-        seeds = position.seeds
-        if self.max_tables is not None and seeds > self.max_tables:
-            why = f"it has more than max_tables={self.max_tables} seeds"
-        else:
-            from . import tables
-
-            missing = [n for n in range(seeds + 1) if not self.tablebase.has_layer(n)] or [seeds]
-            why = (f"layer {missing[-1]} is not built in {self.tablebase.directory}: "
-                   f"build it with `{tables.build_command(missing[-1], self.tablebase.directory)}`")
-        return f"no table answers {position} ({seeds} seeds): {why}; and searching is off (time_per_ply=None)"
-
-    def _searcher(self) -> Searcher:
-        if self.searcher is None:
-            from .index import layer_size
-            from .search import DEFAULT_TABLE_BYTES, Searcher
-
-            if self.max_tables is None:
-                self.searcher = Searcher(self.tablebase)
-            else:
-                # Exactly the layers up to max_tables in memory, as far as the
-                # search's usual budget allows.
-                fits, used = -1, 0
-                while fits < self.max_tables and used + layer_size(fits + 1) <= DEFAULT_TABLE_BYTES:
-                    fits += 1
-                    used += layer_size(fits)
-                self.searcher = Searcher(self.tablebase, max_table_seeds=max(0, fits))
-        return self.searcher
+def _judged(engine: Engine, game: Game, time_per_ply: float | None) -> tuple[str, str, int, list[MoveValue]]:
+    """(source, cycles, value, [MoveValue]) of the position `game` is in, by
+    Engine.position under the true rule with the game's history: "own"
+    cycles only when every move's value holds under the true rule. With
+    `time_per_ply` None only the tables answer (MissingTableError above them)."""
+    answer = engine.position(game, time=time_per_ply, search=time_per_ply is not None)
+    cycles = "own" if answer.rule is Rule.TRUE else "split"
+    return answer.source, cycles, max(_known(s) for s in answer.moves), answer.moves
 
 
 __all__ = [

@@ -34,9 +34,9 @@ def suite_command() -> None:
 def make_command(directory: str | None, seed_range: str, count: int, seed: int, out: str, quiet: bool) -> None:
     """Draw COUNT positions of LOW-HIGH seeds from awele's play-outs and write
     them with their exact answers from the tables and their difficulty."""
-    from . import __version__
     from .probe import Tablebase
     from .suite import SuiteError, make_suite, write_suite
+    from .version import __version__
 
     low, high = _seed_range(seed_range)
     directory = directory or default_directory()

@@ -37,17 +37,17 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
 
     with tempfile.TemporaryDirectory(prefix="awele-compile-") as folder:
         from . import build, evaluation, fitting
+        from .engine import warm_up
         from .position import Game, Position
         from .probe import Tablebase
         from .search import Searcher
-        from .web import oracle
 
         # A budget of its own: layers this small need a few MiB, and the default
         # (the memory available) refuses them on a machine busy with a big build.
         step("the builder", lambda: build.build(SMALL_LAYERS, folder, memory=COMPILE_BUDGET))
         with Tablebase(folder) as tablebase:
             def read() -> None:
-                oracle.warm_up(tablebase)
+                warm_up(tablebase)
                 position = Position.from_string("0-1-0-1-0-0/1-0-0-0-1-0 S")
                 tablebase.best_move(Game(position))
                 tablebase.line(position)

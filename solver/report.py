@@ -242,6 +242,109 @@ def move_rows(moves: list[MoveValue]) -> list[dict[str, Any]]:
     return [{**m.as_dict(), "best": best is not None and m.value == best} for m in moves]
 
 
+@dataclass(frozen=True)
+class MoveAnswer:
+    """The move awele plays, as every face reports it (solver.engine.Engine.move).
+
+    move: its letter (None when the game is over); value: for the side to
+    move, exact when `exact` (else the estimate of a search's deepest
+    finished depth), under `rule`; source: "table", "search", "component"
+    (a component or the true rule's graph solved it), "search by captures"
+    (the searcher not ready: solver/early.py's search in plain Python) or
+    "two-ply choice" (what is left when an answer fails); line: the principal line from the move;
+    depth: plies of the deepest finished iteration (0 from the tables);
+    nodes, seconds; note: what the answer had to do without (a damaged
+    layer), or None."""
+
+    move: str | None
+    value: int | None = None
+    exact: bool = False
+    rule: Rule = Rule.TRUE
+    source: str = "search"
+    line: tuple[str, ...] = ()
+    depth: int = 0
+    nodes: int = 0
+    seconds: float = 0.0
+    note: str | None = None
+
+    @classmethod
+    def of_search(cls, result: Any) -> MoveAnswer:
+        """The answer of a search.SearchResult."""
+        return cls(result.move, result.value, bool(result.exact), Rule(result.rule), result.source,
+                   tuple(result.line), result.depth, result.nodes, result.seconds)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data: the fields, rule as its text."""
+        return {"move": self.move, "value": self.value, "exact": self.exact, "rule": self.rule.value,
+                "source": self.source, "line": list(self.line), "depth": self.depth, "nodes": self.nodes,
+                "seconds": round(self.seconds, 6), "note": self.note}
+
+
+@dataclass(frozen=True)
+class PositionAnswer:
+    """A position answered (solver.engine.Engine.position): its value for the
+    side to move (the best move's; None when no move has one), exact when
+    every move's value is, under the true rule (`rule` TRUE) only when
+    every move's value is; source: "table" or "search"/"component"; every
+    legal move's MoveValue in sowing order (`repeats` from the game); move:
+    one of the best; line from it; proven bounds `lower`/`upper` (equal to
+    the value when exact, else None unless asked for); depth and nodes of
+    the search (0 from the tables); seconds; distance: plies to the next
+    capture or end from the tables' distances (None where they hold none);
+    outcome: the final totals the value predicts."""
+
+    position: str
+    to_move: str
+    seeds: int
+    value: int | None
+    exact: bool
+    rule: Rule
+    source: str
+    moves: list[MoveValue]
+    move: str
+    line: tuple[str, ...] = ()
+    lower: int | None = None
+    upper: int | None = None
+    depth: int = 0
+    nodes: int = 0
+    seconds: float = 0.0
+    distance: int | None = None
+    outcome: Outcome | None = None
+
+    @property
+    def best_moves(self) -> list[str]:
+        """The letters of the moves whose value is the best one."""
+        return [m.move for m in best_of(self.moves)]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data: the fields, `moves` as rows with "best"
+        marked (move_rows), best_moves, predicted_result ([South, North]) and
+        outcome (the winner, "S", "N" or "draw"), `cycles` ("own" when every
+        value holds under the true rule, else "split")."""
+        return {
+            "position": self.position,
+            "to_move": self.to_move,
+            "seeds": self.seeds,
+            "value": self.value,
+            "exact": self.exact,
+            "rule": self.rule.value,
+            "cycles": "own" if self.rule is Rule.TRUE else "split",
+            "source": self.source,
+            "move": self.move,
+            "line": list(self.line),
+            "lower": self.lower,
+            "upper": self.upper,
+            "depth": self.depth,
+            "nodes": self.nodes,
+            "seconds": round(self.seconds, 6),
+            "distance": self.distance,
+            "predicted_result": None if self.outcome is None else self.outcome.scores(),
+            "outcome": None if self.outcome is None else self.outcome.winner,
+            "moves": move_rows(self.moves),
+            "best_moves": self.best_moves,
+        }
+
+
 def ended_value(totals: tuple[float, float], before: _Scored) -> int:
     """The mover's value of a move that ended the game with (South, North)
     `totals`, counted from the position `before` the move: what the end gives
@@ -249,5 +352,5 @@ def ended_value(totals: tuple[float, float], before: _Scored) -> int:
     return int(Outcome(float(totals[0]), float(totals[1])).value_for(before))
 
 
-__all__ = ["EndReason", "MoveValue", "Outcome", "Rule", "best_of", "best_value", "ended_value", "move_rows",
-           "mover_totals", "seeds_number"]
+__all__ = ["EndReason", "MoveAnswer", "MoveValue", "Outcome", "PositionAnswer", "Rule", "best_of", "best_value",
+           "ended_value", "move_rows", "mover_totals", "seeds_number"]

@@ -57,7 +57,6 @@ explicit graph, and keeps the values it finds for later searches.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import queue
 import threading
@@ -75,7 +74,7 @@ from .errors import GameOverError, MissingTableError, SearchError, TablebaseClos
 from .evaluation import evaluate_and_threat, load_weights
 from .intrinsics import monotonic_ns, prefetch_row
 from .layers import available_memory, byte_histogram, known_value
-from .limits import DEFAULT_QUIESCENCE, MAX_PLY, MAX_QUIESCENCE
+from .limits import DEFAULT_QUIESCENCE, MAX_PLY, MAX_QUIESCENCE, check_limits
 from .position import HOUSE_LETTERS, Game, Position, as_position
 from .probe import Tablebase
 from .repetition import true_rule_bounds
@@ -91,7 +90,6 @@ PROVEN = 255  # stored depth of a proven score: good at any depth
 EXACT, LOWER, UPPER = 3, 1, 2
 NO_MOVE = 7
 NO_SCOUT, RESEARCH = 1 << 20, (1 << 20) + 1  # beyond any window: a node's move not scouted, or searched again
-CYCLES = ("own", "split")
 RULES = ("true", "split")  # the repetition rule a value holds under (SearchResult.rule)
 EVALUATIONS = ("learned", "zero")  # how a horizon leaf is scored
 DEFAULT_HASH_MB = 64
@@ -924,9 +922,108 @@ class Searcher:
         thread. `progress(depth, value, exact, nodes, seconds)` after each
         depth.
         """
-        from .every_move import search_every_move
-
-        return search_every_move(self, position, depth, time, nodes, cycles, progress)
+        check_limits(depth, time, nodes, cycles)
+        game = position if isinstance(position, Game) else Game(as_position(position))
+        current = game.position
+        if current.is_over():
+            raise GameOverError(f"the game is over in {current} ({current.terminal_rule()})")
+        started = _time.perf_counter()
+        end = None if time is None else started + time
+        result = SearchResult(current, cycles)
+        self._begin(cycles)
+        default_rule = Rule.of_cycles(cycles)
+        settled: dict[str, MoveValue] = {}
+        searched: list[tuple[str, int, int, Position]] = []  # (move, house, captured, child)
+        for move in game.legal_moves():
+            captured = game.play(move)
+            try:
+                child = game.position
+                if game.is_over():
+                    totals, reason = game.result(), game.end_reason
+                    assert totals is not None and reason is not None, "a game that is over has its result"
+                    settled[move] = MoveValue.of(current, move, captured, ended_value(totals, current), True,
+                                                 default_rule, reason == EndReason.REPETITION,
+                                                 Outcome.ended(totals, reason))
+                elif self.tablebase.has_layer(child.seeds) and (value := self._table_value(child)) is not None:
+                    settled[move] = MoveValue.of(current, move, captured, captured - value, True, Rule.SPLIT)
+                else:
+                    searched.append((move, HOUSE_LETTERS[current.to_move].index(move), captured, child))
+            finally:
+                game.undo()
+        values: dict[str, tuple[int, bool, bool, list[int]]] = {}  # move: (value, exact, on_split, line)
+        history = game.positions[:-1]
+        run = _Run(self, current, history, cycles, result, progress, started, 1, end)
+        self._run = run
+        try:
+            node_budget = UNLIMITED if nodes is None else nodes
+            for iteration in range(1, (depth or MAX_PLY) + 1):
+                found: dict[str, tuple[int, bool, bool, list[int]]] = {}
+                # The best moves of the last depth first: their entries order the others.
+                order = sorted(searched, key=lambda m: -values[m[0]][0] if m[0] in values else 0)
+                for move, house, captured, child in order:
+                    if move in values and values[move][1]:
+                        found[move] = values[move]  # exact: not searched again
+                        continue
+                    budget = node_budget - result.nodes
+                    if budget <= 0 or run.control[STOP] != 0:
+                        break
+                    run.path_mover[run.root + 1], run.path_opponent[run.root + 1] = child.packed()
+                    since = run.root + 1 if captured > 0 else 0
+                    run.pv_length[run.root + 1] = 0
+                    score, proven, used, aborted, on_split, _ = run._kernel(
+                        run.main, run.root + 1, iteration - 1, (-INFINITE, INFINITE), since, budget, 0)
+                    result.nodes += int(used)
+                    if aborted:
+                        break
+                    line = [house] + [int(h) for h in run.pv[run.root + 1, : run.pv_length[run.root + 1]]]
+                    found[move] = (captured - int(score), bool(proven), bool(on_split), line)
+                if len(found) < len(searched):
+                    break  # this depth did not finish: the last one's values stand
+                values = found
+                result.depth = iteration
+                if progress is not None and values:
+                    best = max(v[0] for v in values.values())
+                    progress(iteration, best, all(v[1] for v in values.values()), result.nodes,
+                             _time.perf_counter() - started)
+                if all(v[1] for v in values.values()):
+                    break
+        finally:
+            run.close()
+            self._run = None
+        lines: dict[str, list[int]] = {}
+        for move, house, captured, _ in searched:
+            if move in values:
+                value, exact, on_split, line = values[move]
+                rule: Rule | str = Rule.SPLIT if on_split or cycles == "split" else Rule.TRUE
+                lines[move] = line
+                settled[move] = MoveValue.of(current, move, captured, value, exact, rule)
+                continue
+            # No depth finished in the limits: one ply (a few nodes) unless a node limit forbids it.
+            value_of_child = None
+            if nodes is None:
+                game.play(move)
+                try:
+                    value_of_child = self.search(game, depth=1, cycles=cycles, threads=1).value
+                finally:
+                    game.undo()
+            value_or_none = None if value_of_child is None else captured - value_of_child
+            settled[move] = MoveValue.of(current, move, captured, value_or_none, False, default_rule)
+            lines[move] = [house]
+        result.moves = [settled[move] for move in game.legal_moves()]
+        valued = [m for m in result.moves if m.value is not None]
+        if valued:
+            top = max(m.value for m in valued if m.value is not None)
+            chosen = next(m for m in valued if m.value == top)
+            result.value, result.move, result.exact = top, chosen.move, all(m.exact for m in valued)
+            result.rule = chosen.rule.value
+            result.source = "search" if searched else "table"
+            result.line = (_letters(current, lines[chosen.move]) if chosen.move in lines else [chosen.move])
+        else:
+            result.move = current.legal_moves()[0]
+        if result.exact:
+            result.lower = result.upper = result.value
+        result.seconds = _time.perf_counter() - started
+        return result
 
     def _begin(self, cycles):
         """A search under `cycles` starts: the transposition table is emptied
@@ -996,7 +1093,7 @@ class Searcher:
         of the horizon (`_search`'s through_tables). Its value is exact, rule
         "true", only when the search proves it.
         """
-        _check_limits(depth, time, nodes, cycles)
+        check_limits(depth, time, nodes, cycles)
         history = _checked_history(history)
         threads = 1 if nodes is not None else (self.threads if threads is None else _thread_count(threads))
         game = None
@@ -1723,25 +1820,6 @@ def _thread_count(threads):
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
         raise SearchError(f"threads must be a positive integer, got {threads!r}")
     return int(threads)
-
-
-def _check_limits(depth, time, nodes, cycles):
-    """Raise SearchError for limits a search cannot take."""
-    if cycles not in CYCLES:
-        raise SearchError(f"cycles must be one of {', '.join(CYCLES)}, got {cycles!r}")
-    if isinstance(depth, bool) or (depth is not None and not isinstance(depth, (int, np.integer))):
-        raise SearchError(f"depth must be an integer, got {depth!r}")
-    if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
-                             or not math.isfinite(time)):
-        raise SearchError(f"time must be a finite number of seconds, got {time!r}")
-    if depth is not None and not 1 <= depth <= MAX_PLY:
-        raise SearchError(f"depth must be 1..{MAX_PLY}, got {depth}")
-    if time is not None and not time > 0:
-        raise SearchError(f"time must be positive, got {time}")
-    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer))):
-        raise SearchError(f"nodes must be an integer, got {nodes!r}")
-    if nodes is not None and not nodes > 0:
-        raise SearchError(f"nodes must be positive, got {nodes}")
 
 
 def _checked_history(history):

@@ -39,7 +39,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from . import __version__, index
+from . import index
 from .errors import (
     CorruptTableError,
     MissingTableError,
@@ -50,6 +50,7 @@ from .errors import (
 )
 from .layers import byte_histogram
 from .places import DEFAULT_DIRECTORY, ENVIRONMENT_VARIABLE, default_directory  # noqa: F401 (their home was here)
+from .version import __version__
 
 RULES = "awele-abapa"
 RULES_VERSION = 1

@@ -51,7 +51,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, ClassVar, TextIO
 
-from . import __version__
 from .early import EarlyError, EarlyGame
 from .early import parse as early_parse
 from .early import search as early_search
@@ -59,10 +58,10 @@ from .errors import (
     AweleError,
     IllegalMoveError,
     InvalidPositionError,
-    MissingTableError,
-    TableError,
 )
 from .limits import DEFAULT_QUIESCENCE, MAX_QUIESCENCE
+from .report import MoveAnswer, Rule
+from .version import __version__
 
 if TYPE_CHECKING:
     from .position import Game, Position
@@ -245,35 +244,16 @@ def parse_go(words: list[str], to_move: str, log: Callable[[str], None] | None =
 # The engine ----------------------------------------------------------------------
 
 
-@dataclass
-class Answer:
-    """A search's answer, as the protocol reports it."""
-
-    move: str | None
-    value: int | None = None
-    exact: bool = False
-    rule: str = "true repetition rule"
-    source: str = "search"
-    depth: int = 0
-    nodes: int = 0
-    seconds: float = 0.0
-    line: tuple = ()
+Answer = MoveAnswer  # the answer of a go: the one move record every face renders (solver.report)
 
 
 def table_answer(tablebase: Tablebase, game: Game, deadline: float | None = None) -> Answer:
     """The move the tables choose in the game's position with the game's
-    history (Tablebase.best_move: each move's table value, except that a move
-    ending the game, a repetition of an earlier position included, is worth
-    what the end gives by the rules). Raises MissingTableError when a layer is
-    not built. `deadline` (time.perf_counter()) bounds the time the winner's
-    progress ranking and the line may take (Tablebase.line)."""
-    started = _time.perf_counter()
-    best = tablebase.best_move(game, deadline=deadline)
-    assert best is not None, "best_move returns None only when asked for no progress"
-    moves = tablebase.line(game.position, max_plies=12, deadline=deadline).moves
-    line = tuple(moves) if moves and moves[0] == best.move else (best.move,)
-    rule = RULE_WORDS[str(best.rule)]
-    return Answer(best.move, best.value, True, rule, "table", 0, 0, _time.perf_counter() - started, line)
+    history (Engine.table_move). Raises MissingTableError when a layer is
+    not built."""
+    from .engine import Engine
+
+    return Engine(tablebase).table_move(game, deadline)
 
 
 class UciEngine:
@@ -789,43 +769,18 @@ class UciEngine:
         return parse_position(words)
 
     def _answer(self, game, limits, started):
-        from .clock import answer_deadline  # here: the clock imports numba, which `uci` must not wait for
+        """The answer of a go (solver.engine.Engine.move decides: the tables or
+        a search, and the time of each), from the searcher when it is ready
+        within the go's time, else _unprepared_answer."""
+        from .engine import Engine  # here: the engine imports numba, which `uci` must not wait for
 
         searcher = self._searcher_by(
             None if limits.time is None else started + max(PREPARE_SHARE * limits.time, limits.time - SEARCH_AT_LEAST))
         if searcher is None:
             return self._unprepared_answer(game, limits, started)
         options = self.options
-        position = game.position
-        tablebase = searcher.tablebase
-        max_table_seeds = options["maxtableseeds"] if options["usetables"] else -1
-        # Within a time limit a layer not in memory yet is not probed from its file
-        # while the background reader runs (each probe would wait on its reads):
-        # the reader's copy is waited for, up to half the time.
-        reading = limits.time is not None and not searcher.tables_answer_in_time(position.seeds,
-                                                                                 started + limits.time / 2)
-        left_out = getattr(searcher, "left_out", {})  # damaged or swapped layers the search does without
-        if options["usetables"] and tablebase.has_layer(position.seeds) and not reading and (
-                max_table_seeds < 0 or position.seeds <= max_table_seeds) and position.seeds not in left_out:
-            try:
-                # The ranking toward leaving the layer stops a step after its
-                # deadline (the 0.1 s match of 2026-12-06 had table answers
-                # 35 ms past a deadline of 0.9 of the time).
-                deadline = None if limits.time is None else answer_deadline(started, started + limits.time)
-                if not searcher.searches_inside_tables(position, options["cycles"]):
-                    return table_answer(tablebase, game, deadline)
-                # Its table value may rest on endless play, which the true rule
-                # ends: searched under the true rule, the tables' values the
-                # horizon's estimates (Searcher.search).
-            except MissingTableError:
-                pass  # a smaller layer is missing: search
-            except TableError as error:
-                # A damaged or mismatched layer: named once, and the position searched.
-                if str(error) not in self._damage_named:
-                    self._damage_named.add(str(error))
-                    self.log(f"the tables cannot answer: {error}; searching instead")
-        time_left = None if limits.time is None else max(0.005, limits.time - (_time.perf_counter() - started))
-        arguments = {"depth": limits.depth, "nodes": limits.nodes, "cycles": options["cycles"]}
+        engine = Engine(searcher.tablebase, searcher, use_tables=options["usetables"],
+                        max_table_seeds=options["maxtableseeds"], on_damage=self._name_damage)
 
         def progress(depth, value, exact, nodes, seconds, line=()):
             if self._stop.is_set():
@@ -833,56 +788,45 @@ class UciEngine:
             self.say(f"info depth {depth} score cp {100 * value} nodes {nodes} time {round(1000 * seconds)} "
                      f"nps {round(nodes / seconds) if seconds > 0 else 0}" + (f" pv {''.join(line)}" if line else ""))
 
-        result = searcher.search(game, time=time_left, progress=progress, **arguments)
-        return self._from_result(result)
+        return engine.move(game, time=limits.time, depth=limits.depth, nodes=limits.nodes, cycles=options["cycles"],
+                           progress=progress, started=started)
+
+    def _name_damage(self, message):
+        """A damaged or mismatched layer: named once (the position is searched)."""
+        if message not in self._damage_named:
+            self._damage_named.add(message)
+            self.log(message)
 
     def _unprepared_answer(self, game, limits, started, early=None):
         """The answer of a go whose time runs out before the searcher is made (a
         first go with no isready before it): the tables' move when they hold the
         position (their look-ups load first), else a search by captures in plain
-        Python (solver/early.py) until the answer's deadline. `game` None: the
-        rules' kernels are not loaded yet, `early` is the game by the early rules."""
-        end = started + limits.time
-        deadline = end - max(EARLY_MARGIN, response_margin(limits.time))
-        if game is not None:
-            from .clock import answer_deadline
+        Python until the answer's deadline (Engine.move without a searcher).
+        `game` None: the rules' kernels are not loaded yet (nor the engine,
+        which needs them), `early` is the game by the early rules
+        (solver/early.py): only its search can answer."""
+        if game is None or self._tablebase is None:
+            found = early_search(early if game is None else EarlyGame.of(game),
+                                 started + limits.time - max(EARLY_MARGIN, response_margin(limits.time)))
+            answer = Answer(found.move, found.value if abs(found.value) <= MOST_SEEDS else None, exact=False,
+                            rule=Rule.TRUE, source="search by captures", depth=found.depth, nodes=found.nodes,
+                            seconds=_time.perf_counter() - started)
+        else:
+            from .engine import Engine
 
-            deadline = answer_deadline(started, end)
-            answer = self._unprepared_table_answer(game, deadline)
-            if answer is not None:
-                return answer
-            early = EarlyGame.of(game)
-        found = early_search(early, deadline)
-        self.say("info string the search is not ready yet (kernels and tables loading): "
-                 f"a search by captures in plain Python, {found.depth} plies")
-        return Answer(found.move, found.value if abs(found.value) <= MOST_SEEDS else None, False,
-                      RULE_WORDS["true"], "search by captures", found.depth, found.nodes,
-                      _time.perf_counter() - started)
+            tablebase = self._tablebase  # made first by the preparing thread, before its look-ups load
+            options = self.options
 
-    def _unprepared_table_answer(self, game, deadline):
-        """The tables' move when they hold the game's position and their look-ups
-        are loaded by `deadline`; else None."""
-        position = game.position
-        options = self.options
-        max_table_seeds = options["maxtableseeds"] if options["usetables"] else -1
-        tablebase = self._tablebase  # made first by the preparing thread, before its look-ups load
-        in_tables = options["usetables"] and (max_table_seeds < 0 or position.seeds <= max_table_seeds) and \
-            tablebase is not None and tablebase.has_layer(position.seeds)
-        if not (in_tables and tablebase is not None and
-                self._tables_ready.wait(max(0.0, deadline - _time.perf_counter())) and tablebase is self._tablebase):
-            return None
-        try:
-            answer = table_answer(tablebase, game, deadline)
-        except (MissingTableError, TableError):
-            return None  # a smaller layer is missing or damaged: the search by captures
-        self.say("info string the search is not ready yet (kernels and tables loading): answered from the tables")
+            def ready(deadline):
+                wait = None if deadline is None else max(0.0, deadline - _time.perf_counter())
+                return self._tables_ready.wait(wait) and tablebase is self._tablebase
+
+            engine = Engine(tablebase, None, use_tables=options["usetables"], max_table_seeds=options["maxtableseeds"])
+            answer = engine.move(game, time=limits.time, started=started, tables_ready=ready)
+        how = "answered from the tables" if answer.source == "table" else \
+            f"a search by captures in plain Python, {answer.depth} plies"
+        self.say(f"info string the search is not ready yet (kernels and tables loading): {how}")
         return answer
-
-    @staticmethod
-    def _from_result(result):
-        rule = RULE_WORDS[result.rule]
-        return Answer(result.move, result.value, bool(result.exact), rule, result.source, result.depth,
-                      result.nodes, result.seconds, tuple(result.line))
 
     def _report(self, answer, started):
         parts = ["info"]
@@ -900,7 +844,7 @@ class UciEngine:
         if answer.value is not None:
             kind = "exact" if answer.exact else "estimate"
             self.say(f"info string value {answer.value:+d} for the side to move, {kind}; "
-                     f"source {answer.source}; {answer.rule}")
+                     f"source {answer.source}; {RULE_WORDS[answer.rule.value]}")
 
 
 def _load_rules() -> None:
@@ -917,25 +861,10 @@ def _load_rules() -> None:
 
 
 def _capturing_move(game: Game) -> str:
-    """The legal move whose captures less the most the reply can capture are the
-    largest (a move that ends the game: what the end gives it); the first of equals."""
-    from .report import ended_value
+    """engine.capturing_move (imported when used: the engine loads the rules' kernels)."""
+    from .engine import capturing_move
 
-    scored: list[tuple[int, int, str]] = []
-    for move in game.legal_moves():
-        captured = game.play(move)
-        try:
-            if game.is_over():
-                totals = game.result()
-                assert totals is not None, "a game that is over has its result"
-                score = ended_value(totals, game.positions[-2])
-            else:
-                child = game.position
-                score = captured - max((child.play_capture(reply)[1] for reply in child.legal_moves()), default=0)
-        finally:
-            game.undo()
-        scored.append((score, -len(scored), move))
-    return max(scored)[2]
+    return capturing_move(game)
 
 
 def main(directory: str | None = None) -> None:

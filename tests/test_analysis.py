@@ -57,12 +57,6 @@ def plain(data):
 
 
 @pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as opened:
-        yield opened
-
-
-@pytest.fixture(scope="module")
 def low_tables(table_dir):
     """A Tablebase and a Searcher holding layers 0..2 only (nothing else loaded)."""
     with Tablebase(table_dir) as opened:
@@ -337,15 +331,17 @@ def test_the_issue_forced_cycle_is_two_for_south(table_dir):
     assert all(p["exact"] and p["cycles"] == "own" for p in plies)
 
 
-def test_best_says_when_its_table_value_is_the_tables_convention(table_dir):
-    """`awele best` on the forced cycle answers from the tables: +0, a draw by
-    their even split, which the game's rule makes +2; it says whose value that
-    is. A value where one side takes every seed left holds under both rules."""
+def test_best_gives_the_true_rule_where_the_tables_convention_differs(table_dir):
+    """`awele best` on the forced cycle: the tables say +0, a draw by their
+    even split; the game's rule makes it +2 (South 25 - North 23), which
+    best now gives, saying under which rule. A value where one side takes
+    every seed left holds under both rules."""
     start = FORCED_CYCLES[0][0]
     result = CliRunner().invoke(cli, ["best", start, "--dir", table_dir])
     assert result.exit_code == 0, result.output
     ends = next(line for line in result.output.splitlines() if line.startswith("perfect play ends"))
-    assert "draw" in ends and "tables' convention" in ends and "awele search" in ends
+    assert "South wins" in ends and "convention" not in ends, ends
+    assert "under the true repetition rule" in result.output
     result = CliRunner().invoke(cli, ["best", "0-3-0-0-0-2/1-1-0-1-0-1 S 18:21", "--dir", table_dir])
     ends = next(line for line in result.output.splitlines() if line.startswith("perfect play ends"))
     assert "convention" not in ends, ends
@@ -474,15 +470,15 @@ def test_the_cli_prints_each_row_as_its_ply_is_done(table_dir, monkeypatch):
     from solver.errors import SearchError
 
     judged = []
-    scores = analysis._Judge.scores
+    scores = analysis._judged
 
-    def failing_third(judge, game):
+    def failing_third(engine, game, time_per_ply):
         judged.append(len(game.moves))
         if len(judged) == 3:
             raise SearchError("stopped at the third ply")
-        return scores(judge, game)
+        return scores(engine, game, time_per_ply)
 
-    monkeypatch.setattr(analysis._Judge, "scores", failing_third)
+    monkeypatch.setattr(analysis, "_judged", failing_third)
     result = CliRunner().invoke(cli, ["analyse", "1. C d 2. D e", "--start", MARKED, "--dir", table_dir,
                                       "--max-tables", "8"])
     assert result.exit_code == 2, result.output
@@ -496,8 +492,9 @@ def test_progress_gets_each_ply_before_the_next_is_judged(table_dir, monkeypatch
     from solver import analysis
 
     events = []
-    scores = analysis._Judge.scores
-    monkeypatch.setattr(analysis._Judge, "scores", lambda judge, game: events.append("judge") or scores(judge, game))
+    scores = analysis._judged
+    monkeypatch.setattr(analysis, "_judged",
+                        lambda engine, game, seconds: events.append("judge") or scores(engine, game, seconds))
     with Tablebase(table_dir) as tables:
         report = analyse("1. C d 2. D e", tables, start=MARKED, time_per_ply=None,
                          progress=lambda ply: events.append(ply.notation))

@@ -176,7 +176,10 @@ def test_commands_that_read_tables_leave_their_work_to_a_thread_ctrl_c_can_leave
         called.append(function)
         return real(function, *args)
 
+    from solver import cli_tables
+
     monkeypatch.setattr(cli_module, "_interruptible", recording)
+    monkeypatch.setattr(cli_tables, "interruptible", recording)
     position = "0-1-2-0-1-1/2-0-1-0-0-1 S 0:0"
     for command in (["line", position], ["best", position], ["info", "--full"],
                     ["best", "4-4-4-4-4-4/4-4-4-4-4-4 S 0:0", "--depth", "2"]):

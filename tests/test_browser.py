@@ -24,7 +24,6 @@ pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
 from solver import Game, Position  # noqa: E402
-from solver.probe import Tablebase  # noqa: E402
 from solver.web import create_app  # noqa: E402
 from solver.web.app import listening_socket  # noqa: E402
 
@@ -144,12 +143,6 @@ def browser():
         driver.quit()
         process.terminate()
         process.wait(WAIT_SECONDS)
-
-
-@pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as opened:
-        yield opened
 
 
 SHOWN = """

@@ -1,11 +1,11 @@
-"""solver.web.oracle's answers as plain data, without the HTTP layer."""
+"""The page's answers as plain data (solver.engine), without the HTTP layer."""
 
 import pytest
 
+from solver.engine import Engine, search_report
 from solver.errors import SearchError
 from solver.position import Game, Position
 from solver.search import Searcher
-from solver.web import oracle
 
 
 @pytest.mark.parametrize("time", [5e-324, 1e-323, 1e-9])
@@ -15,8 +15,8 @@ def test_a_search_report_of_the_smallest_times_answers_without_inventing_a_time(
     a legal move, as 1e-9 does."""
     searcher = Searcher(str(tmp_path), hash_mb=1, threads=1)
     game = Game(Position.initial())
-    report = oracle.search_report(searcher, game, time)
+    report = search_report(Engine(searcher.tablebase, searcher), game, time)
     assert report["move"] in game.legal_moves() and report["time"] == time
     assert [row["move"] for row in report["moves"]] == game.legal_moves()
     with pytest.raises(SearchError, match="got -1"):
-        oracle.search_report(searcher, game, -1.0)
+        search_report(Engine(searcher.tablebase, searcher), game, -1.0)

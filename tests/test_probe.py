@@ -32,12 +32,6 @@ def random_positions(seeds, count, rng, in_index=None):
     return found
 
 
-@pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as opened:
-        yield opened
-
-
 def naive_value(board):
     board = tuple(int(b) for b in board)
     return naive_solve(NAIVE_LAYERS)[sum(board)][board]

@@ -17,10 +17,8 @@ from test_search import random_position
 
 from solver.errors import GameOverError
 from solver.position import Game, Position
-from solver.probe import Tablebase
 from solver.repetition import _cobuchi_values, true_rule_bounds
 from solver.report import true_rule_may_change
-from solver.search import Searcher
 
 
 def _walk(start: Position, moves: list[int]) -> tuple[Position, list[Position]]:
@@ -114,17 +112,6 @@ def test_bounds_past_their_deadline_are_out_of_time_and_before_it_as_without_one
     far = true_rule_bounds(position, (), tables, deadline=time.perf_counter() + 3600)
     assert far == true_rule_bounds(position, (), tables)
     assert far.status == "solved"
-
-
-@pytest.fixture(scope="module")
-def searcher(table_dir):
-    return Searcher(table_dir, max_table_seeds=12, hash_mb=8, threads=1)
-
-
-@pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as opened:
-        yield opened
 
 
 def test_a_search_inside_the_tables_keeps_within_the_bounds_and_answers_them_when_they_meet(searcher, tablebase):

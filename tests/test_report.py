@@ -31,8 +31,9 @@ def table_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tablebase(table_dir):
-    with Tablebase(table_dir) as tablebase:
-        yield tablebase
+    """This module's tables (layers 0..8), not the session's."""
+    with Tablebase(table_dir) as opened:
+        yield opened
 
 
 def naive_predicted(position, value):
@@ -135,5 +136,12 @@ def test_awele_best_names_the_true_rule_move_and_renders_records(table_dir, tabl
     data = json.loads(result.output)
     game = Game.from_record(RECORD, Position.from_string(START))
     assert data["move"] == tablebase.best_move(game).move
-    assert data["moves"] == move_rows(tablebase.moves(game.position))
-    assert data["rule"] == "split" and data["source"] == "table"
+    # Every move as the game has it: `repeats` and a repetition's value by the true
+    # rule (before, best rendered the tables' moves, `repeats` always false).
+    in_game = tablebase.game_moves(game)
+    assert [(m["move"], m["repeats"]) for m in data["moves"]] == [(m.move, m.repeats) for m in in_game]
+    assert any(m.repeats for m in in_game)
+    for row, move in zip(data["moves"], in_game):
+        if move.repeats:
+            assert (row["value"], row["rule"]) == (move.value, "true")
+    assert data["source"] == "table"

@@ -51,12 +51,6 @@ def random_position(seeds, rng, side=None):
 
 
 @pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as opened:
-        yield opened
-
-
-@pytest.fixture(scope="module")
 def searchers(table_dir):
     """Searchers by the largest table they hold, made once (tables are read once each)."""
     made = {}

@@ -5,25 +5,11 @@ is exact under the true rule (against a naive reference that uses no table)."""
 
 import random
 
-import pytest
 from naive_search import TooLarge, naive_true_value
 from test_search import random_position
 
 from solver.position import Game, Position
-from solver.probe import Tablebase
 from solver.report import true_rule_may_change
-from solver.search import Searcher
-
-
-@pytest.fixture(scope="module")
-def searcher(table_dir):
-    return Searcher(table_dir, max_table_seeds=12, hash_mb=8, threads=1)
-
-
-@pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as opened:
-        yield opened
 
 
 def test_which_table_values_the_true_rule_may_change():

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from solver import early, uci
+from solver.engine import Engine
 from solver.position import Game, Position
 from solver.probe import Tablebase
 
@@ -544,10 +545,10 @@ def test_a_damaged_layer_is_named_once_and_its_positions_searched(table_dir, mon
     searches the position instead."""
     from solver.errors import CorruptTableError
 
-    def damaged(tablebase, game, deadline=None):
+    def damaged(engine, game, deadline=None):
         raise CorruptTableError(f"{table_dir}/awele-11.h5 is damaged: chunk 0 fails its CRC-32")
 
-    monkeypatch.setattr(uci, "table_answer", damaged)
+    monkeypatch.setattr(Engine, "table_move", damaged)
     position = Position.from_string("0-1-2-0-3-1/2-0-1-0-0-1 N 18:19")  # 11 seeds
     engine = uci.UciEngine(io.BytesIO(b""), io.StringIO(), io.StringIO(), table_dir)
     for _ in range(2):

@@ -16,15 +16,12 @@ pytest.importorskip("httpx")
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from solver import Game, Position
+from solver import Game, Position, engine
 from solver.analysis import analyse
 from solver.cli import cli
 from solver.probe import Tablebase
 from solver.report import best_of
-from solver.web import (
-    create_app,
-    oracle,
-)
+from solver.web import create_app
 from solver.web.app import MAX_BODY_BYTES, STATIC_FILES
 
 MAX_SEARCH_TIME = 0.5
@@ -35,12 +32,6 @@ def client(table_dir):
     app = create_app(table_dir, max_search_time=MAX_SEARCH_TIME)
     with TestClient(app) as test_client:
         yield test_client
-
-
-@pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as opened:
-        yield opened
 
 
 def random_position(seeds, rng):
@@ -326,12 +317,25 @@ def test_awele_plays_perfect_moves_from_the_tables_and_searches_above(client, ta
     assert above["search"]["position"] == above["position"] == str(Game.from_record("1. F b").position)
 
 
+def test_the_page_says_plus_two_for_the_cycle_where_the_true_rule_gives_it(client):
+    """The engine and the search give the true rule's +2 (solver.engine); the
+    tables' quick look gives their +0 and says it is their convention."""
+    cycle = "1-0-0-0-0-1/0-0-0-0-0-0 S 23:23"
+    move = ask(client, "/api/engine", {"position": cycle, "time": 0.5})
+    assert (move["move"], move["value"], move["exact"], move["rule"]) == ("F", 2, True, "true"), move
+    searched = ask(client, "/api/search", {"position": cycle, "time": 0.5})
+    assert (searched["value"], searched["exact"], searched["rule"]) == (2, True, "true"), searched
+    assert searched["predicted_result"] == [25, 23]
+    quick = ask(client, "/api/position", {"position": cycle})
+    assert (quick["value"], quick["rule"]) == (0, "split")
+
+
 def test_awele_takes_a_repetition_when_it_gives_more_than_the_table_value(tablebase):
     # 1-0-0-0-0-1/0-0-0-0-0-0 S is worth 0 by the tables, but its forced cycle
     # returns with both seeds on South's side: the true rule gives South 2:0.
     game = Game.from_record("F a A b B c C d D e E", Position.from_string("1-0-0-0-0-1/0-0-0-0-0-0 S"))
     assert game.legal_moves() == ["f"]
-    data = oracle.position_report(tablebase, game)
+    data = engine.position_report(tablebase, game)
     (only,) = data["moves"]
     assert only["repeats"] and only["repetition_result"] == [2, 0]
     assert tablebase.best_move(game).move == "f"

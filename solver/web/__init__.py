@@ -2,9 +2,9 @@
 
 ``create_app(directory)`` (solver.web.app) makes the FastAPI app that
 `awele serve` runs with uvicorn; it needs the web extra
-(``pip install 'awele[web]'``). solver.web.oracle holds what the answers
-say, without HTTP; solver.web.worker runs the slow ones in a process of
-their own.
+(``pip install 'awele[web]'``). solver.engine decides and holds what the
+answers say, without HTTP; solver.web.worker runs the slow ones in a
+process of their own.
 """
 
 from typing import Any

@@ -36,21 +36,18 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__
+from ..engine import parse_game, position_report, table_message, warm_up
 from ..errors import (
     AweleError,
-    CorruptTableError,
     GameOverError,
     InvalidArgumentError,
     MissingTableError,
     TableError,
-    TableMismatchError,
 )
+from ..limits import CYCLES
 from ..position import parse_record
 from ..probe import Tablebase
-from ..report import best_of, true_rule_may_change
-from ..search import CYCLES
-from . import oracle
+from ..version import __version__
 from .worker import JobError, JobTimeout, Worker
 
 DEFAULT_MAX_SEARCH_TIME = 10.0  # seconds a search may be given, whatever the request asks
@@ -179,9 +176,9 @@ def _install_error_handlers(app):
     async def awele_error(request, error):
         # Table errors first: a damaged table is a ValueError too, but the server's fault.
         if isinstance(error, MissingTableError):
-            return _error(400, oracle.table_message(error))
+            return _error(400, table_message(error))
         if isinstance(error, TableError):
-            return _error(500, oracle.table_message(error))
+            return _error(500, table_message(error))
         return _error(400, str(error))
 
     @app.exception_handler(JobError)
@@ -292,32 +289,31 @@ def _check_limit(name, value):
     return float(value)
 
 
-def create_app(directory: str | os.PathLike | None = None, max_search_time: float = DEFAULT_MAX_SEARCH_TIME,
-               max_line_time: float = DEFAULT_MAX_LINE_TIME, max_analysis_time: float = DEFAULT_MAX_ANALYSIS_TIME,
-               start_worker: bool = True) -> FastAPI:
-    """The oracle app on the tables in `directory` (tables.default_directory()
-    when None).
-
-    max_search_time caps the time a request may give a search (or an engine
-    move above the tables, or one ply of an analysis); max_line_time is how
-    long a perfect line or a perfect-play move that needs the progress
-    ranking may run before it is stopped; max_analysis_time caps the search
-    time of a whole analysis. With start_worker the search process is started
-    when the app starts (it opens its tables in the background), else on the
-    first request that needs it.
-    """
+def _tables_folder(directory):
+    """The tables folder to serve: `directory`, else tables.default_directory(); an InvalidArgumentError if none."""
     from .. import tables
 
     directory = os.fspath(directory) if directory is not None else tables.default_directory()
     if not os.path.isdir(directory):
         raise InvalidArgumentError(f"no tables folder {directory}: build tables with `awele build`, or give --dir")
-    max_search_time = _check_limit("max_search_time", max_search_time)
-    max_line_time = _check_limit("max_line_time", max_line_time)
-    max_analysis_time = _check_limit("max_analysis_time", max_analysis_time)
-    static = _static_files()
-    tablebase = Tablebase(directory)
-    worker = Worker(directory)
-    limiters = {}
+    return directory
+
+
+def _game_of(request):
+    """The Game a request names: its position (the opening when None) and its moves."""
+    return parse_game(request.position, request.moves)
+
+
+def _refuse_finished(game):
+    """A GameOverError for a finished game, with its final score."""
+    if game.is_over():
+        south, north = game.result()
+        raise GameOverError(f"the game is over ({game.end_reason}): final score South {south:g}, North {north:g}")
+
+
+def _lifespan(tablebase, worker, limiters, start_worker):
+    """The app's start and end: the limiters made, the worker started (with
+    `start_worker`), the kernels loaded; at the end the worker and the tables closed."""
 
     @asynccontextmanager
     async def lifespan(app):
@@ -328,13 +324,19 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         if start_worker:
             await anyio.to_thread.run_sync(worker.start)
         # Load the compiled kernels now rather than in the first request.
-        await anyio.to_thread.run_sync(oracle.warm_up, tablebase, limiter=limiters["fast"])
+        await anyio.to_thread.run_sync(warm_up, tablebase, limiter=limiters["fast"])
         try:
             yield
         finally:
             worker.close()
             tablebase.close()
 
+    return lifespan
+
+
+def _new_app(lifespan, static):
+    """The FastAPI app with its middleware, error handlers and pages (fixed
+    files: nothing from the request reaches the filesystem)."""
     app = FastAPI(
         title="awele oracle",
         version=__version__,
@@ -349,6 +351,39 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
     )
     app.add_middleware(_BodyLimitAndTiming)
     _install_error_handlers(app)
+
+    def page(path):
+        content, media = static[path]
+        return Response(content, media_type=media, headers=PAGE_HEADERS)
+
+    for path in STATIC_FILES:
+        app.add_api_route(path, (lambda path=path: page(path)), methods=["GET"], include_in_schema=False)
+    return app
+
+
+def create_app(directory: str | os.PathLike | None = None, max_search_time: float = DEFAULT_MAX_SEARCH_TIME,
+               max_line_time: float = DEFAULT_MAX_LINE_TIME, max_analysis_time: float = DEFAULT_MAX_ANALYSIS_TIME,
+               start_worker: bool = True) -> FastAPI:
+    """The oracle app on the tables in `directory` (tables.default_directory()
+    when None).
+
+    max_search_time caps the time a request may give a search (or an engine
+    move, or one ply of an analysis); max_line_time is how long a perfect
+    line may run before it is stopped; max_analysis_time caps the search
+    time of a whole analysis. With start_worker the search process is started
+    when the app starts (it opens its tables in the background), else on the
+    first request that needs it.
+    """
+    directory = _tables_folder(directory)
+    max_search_time, max_line_time, max_analysis_time = (_check_limit(name, value) for name, value in (
+        ("max_search_time", max_search_time), ("max_line_time", max_line_time),
+        ("max_analysis_time", max_analysis_time)))
+    static = _static_files()
+    tablebase = Tablebase(directory)
+    worker = Worker(directory)
+    limiters: dict[str, anyio.CapacityLimiter] = {}
+
+    app = _new_app(_lifespan(tablebase, worker, limiters, start_worker), static)
     app.state.tablebase = tablebase
     app.state.worker = worker
 
@@ -360,22 +395,6 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         if limiter.statistics().tasks_waiting >= MAX_WAITING_JOBS:
             raise ServiceError("the server is busy with other searches; try again in a moment")
         return await anyio.to_thread.run_sync(worker.call, job, args, timeout, limiter=limiter)
-
-    def game_of(request):
-        return oracle.parse_game(request.position, request.moves)
-
-    def refuse_finished(game):
-        if game.is_over():
-            south, north = game.result()
-            raise GameOverError(f"the game is over ({game.end_reason}): final score South {south:g}, North {north:g}")
-
-    def page(path):
-        content, media = static[path]
-        return Response(content, media_type=media, headers=PAGE_HEADERS)
-
-    # The pages: fixed files, nothing from the request reaches the filesystem.
-    for path in STATIC_FILES:
-        app.add_api_route(path, (lambda path=path: page(path)), methods=["GET"], include_in_schema=False)
 
     @app.get("/api/info", summary="What this server holds and its limits")
     async def info():
@@ -407,7 +426,7 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         false), ask /api/search."""
 
         def answer():
-            return oracle.position_report(tablebase, game_of(request))
+            return position_report(tablebase, _game_of(request))
 
         return await fast(answer)
 
@@ -416,8 +435,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         """Both sides play best moves from the tables (the winner toward
         converting), until the game ends by the rules or a position repeats
         (the true rule), or after max_plies. Needs the position's table."""
-        game = await fast(game_of, request)
-        refuse_finished(game)
+        game = await fast(_game_of, request)
+        _refuse_finished(game)
         if not tablebase.has_layer(game.position.seeds):
             raise MissingTableError(f"no table for {game.position.seeds} seeds in this server's folder: "
                                     "a perfect line needs one (ask /api/search)")
@@ -434,8 +453,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         (the position's value is then its best move's, and `move` one of the
         moves marked best). `time` is capped at the server's max_search_time
         and the time used is returned."""
-        game = await fast(game_of, request)
-        refuse_finished(game)
+        game = await fast(_game_of, request)
+        _refuse_finished(game)
         seconds = min(request.time, max_search_time)
         args = {"position": request.position, "moves": request.moves, "time": seconds, "cycles": request.cycles,
                 "move_values": request.move_values}
@@ -444,56 +463,27 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
     @app.post("/api/engine", summary="The move awele plays: perfect play from the tables, else search")
     async def engine(request: EngineRequest):
         """The move awele plays in the game's position, with the true
-        repetition rule over the game: from the tables when they hold the
-        position and their value holds under that rule (one side takes every
-        seed left: `source` "table", `exact` true), else by a search of
-        `time` seconds (capped) with the game's history (`source` "search";
-        `search` holds the whole result), which inside the tables has their
-        values as its estimates at the horizon (report.true_rule_may_change). A damaged layer the position needs is
-        searched without (`note` says which).
+        repetition rule over the game, within `time` seconds (capped), as
+        `awele play` and the UCI engine choose it (solver.engine.Engine.move):
+        from the tables when they hold the position and their value holds
+        under that rule (`source` "table", `exact` true), else by a search
+        with the game's history (`source` "search" or "component"; `search`
+        holds the same record), which inside the tables has their values as
+        its estimates at the horizon. `value`, `exact`, `rule`, `line`,
+        `depth`, `nodes` and `seconds` describe how it was found. A damaged
+        layer the position needs is searched without (`note` says which).
 
         The move may be an immediate win that ends the game at 25 seeds
         where the tables' best move wins by more: both win, and the true
         rule ends the game as soon as a side has 25 (the tables' values
         count every seed to the end, ignoring that stop), so this is not a
         wrong move."""
-
-        def from_tables():
-            game = game_of(request)
-            refuse_finished(game)
-            if not tablebase.has_layer(game.position.seeds):
-                return game, None, None, None
-            try:
-                if true_rule_may_change(tablebase.value(game.position), game.position.seeds):
-                    return game, None, None, None  # a value that may rest on endless play: searched under the true rule
-                chosen = tablebase.best_move(game, progress=False)
-                candidates = [m.move for m in best_of(tablebase.game_moves(game))] if chosen is None else []
-            except MissingTableError:
-                return game, None, None, None
-            except (CorruptTableError, TableMismatchError) as error:
-                return game, None, None, f"{oracle.table_message(error)}; searched without it"
-            return game, None if chosen is None else chosen.move, candidates, None
-
-        game, move, candidates, note = await fast(from_tables)
-        answer = {"position": str(game.position), "move": move, "source": oracle.TABLE, "exact": True,
-                  "search": None, "note": note}
-        if move is not None:
-            return answer
-        if candidates:
-            try:
-                answer["move"] = await slow("best_move", {"position": request.position, "moves": request.moves},
-                                            max_line_time)
-            except JobTimeout:
-                answer["move"] = candidates[0]
-                answer["note"] = (f"the progress ranking took longer than {max_line_time:g} s: "
-                                  "a best move by value, which may not make progress")
-            return answer
+        game = await fast(_game_of, request)
+        _refuse_finished(game)
         seconds = min(request.time, max_search_time)
-        found = await slow("engine_search", {"position": request.position, "moves": request.moves, "time": seconds},
+        found = await slow("engine", {"position": request.position, "moves": request.moves, "time": seconds},
                            seconds + JOB_GRACE)
-        source = oracle.TABLE if found["source"] == "table" else oracle.SEARCH  # a layer not read in yet: its file
-        answer.update({"move": found["move"], "source": source, "exact": found["exact"], "search": found})
-        return answer
+        return {**found, "search": None if found["source"] == "table" else found}
 
     @app.post("/api/analyse", summary="Every ply of a game against perfect play")
     async def analyse(request: AnalyseRequest):
@@ -505,7 +495,7 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         searches at most max_analysis_time."""
 
         def check():
-            game = oracle.parse_game(request.position, request.record)
+            game = parse_game(request.position, request.record)
             return len(parse_record(request.record)), game
 
         from ..analysis import MIN_TIME_PER_PLY

@@ -25,12 +25,11 @@ import time
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from ..engine import line_report, parse_game, search_report, table_message
 from ..errors import AweleError, MissingTableError, TableError
-from . import oracle
 
 if TYPE_CHECKING:  # the child imports them when it starts; the server never does
-    from ..probe import Tablebase
-    from ..search import Searcher
+    from ..engine import Engine
 
 START_TIMEOUT = 300.0  # seconds a fresh child may take to open its tables (layers to 20: about 10 s)
 
@@ -49,30 +48,28 @@ class JobTimeout(Exception):
     """A job ran past its time limit; the child was stopped."""
 
 
-def _run_job(tablebase: Tablebase, searcher: Searcher, job: str, args: dict[str, Any]) -> Any:
+def _run_job(engine: Engine, job: str, args: dict[str, Any]) -> Any:
     if job == "search":
-        game = oracle.parse_game(args["position"], args["moves"])
-        return oracle.search_report(searcher, game, args["time"], args["cycles"], args["move_values"])
+        game = parse_game(args["position"], args["moves"])
+        return search_report(engine, game, args["time"], args["cycles"], args["move_values"])
     if job == "line":
-        game = oracle.parse_game(args["position"], args["moves"])
-        return oracle.line_report(tablebase, game.position, args["max_plies"])
-    if job == "best_move":
-        best = tablebase.best_move(oracle.parse_game(args["position"], args["moves"]))
-        assert best is not None, "best_move with its progress ranking always chooses"
-        return best.move
-    if job == "engine_search":
-        game = oracle.parse_game(args["position"], args["moves"])
-        return searcher.search(game, time=args["time"], cycles="own").as_dict()
+        game = parse_game(args["position"], args["moves"])
+        return line_report(engine.tablebase, game.position, args["max_plies"])
+    if job == "engine":
+        game = parse_game(args["position"], args["moves"])
+        return {"position": str(game.position), **engine.move(game, time=args["time"]).as_dict()}
     if job == "analyse":
         from ..analysis import analyse
 
-        start = oracle.parse_game(args["position"], None).start
-        return analyse(args["record"], tablebase, searcher, time_per_ply=args["time_per_ply"], start=start).as_dict()
+        start = parse_game(args["position"], None).start
+        return analyse(args["record"], engine.tablebase, engine.searcher, time_per_ply=args["time_per_ply"],
+                       start=start).as_dict()
     raise ValueError(f"unknown job {job!r}")
 
 
 def _main(connection: Connection, directory: str) -> None:
     """The child: open the tables, say ready, then answer jobs until the pipe closes."""
+    from ..engine import Engine
     from ..probe import Tablebase
     from ..search import DEFAULT_TABLE_BYTES, Searcher
 
@@ -82,14 +79,16 @@ def _main(connection: Connection, directory: str) -> None:
         # known (and left out) when the server first answers /api/info.
         searcher = Searcher(tablebase, table_bytes=DEFAULT_TABLE_BYTES)
     except TableError as error:
-        connection.send(("failed", f"the search process cannot open the tables: {oracle.table_message(error)}"))
+        connection.send(("failed", f"the search process cannot open the tables: {table_message(error)}"))
         return
     except Exception as error:  # reported to the server, which answers 503 with it
         connection.send(("failed", f"the search process cannot open the tables: {type(error).__name__}"))
         return
+    engine = Engine(tablebase, searcher)
+
     def left_out():
         """The damaged layers the Searcher leaves out, told as the clients are told."""
-        return {n: oracle.table_message(e) if isinstance(e, TableError) else
+        return {n: table_message(e) if isinstance(e, TableError) else
                 f"layer {n} of this server's tables cannot be read: the server must rebuild it"
                 for n, e in dict(searcher.left_out).items()}
 
@@ -100,11 +99,11 @@ def _main(connection: Connection, directory: str) -> None:
         except (EOFError, OSError):
             return
         try:
-            reply = ("ok", _run_job(tablebase, searcher, job, args))
+            reply = ("ok", _run_job(engine, job, args))
         except MissingTableError as error:
-            reply = ("user", oracle.table_message(error))
+            reply = ("user", table_message(error))
         except TableError as error:
-            reply = ("table", oracle.table_message(error))
+            reply = ("table", table_message(error))
         except AweleError as error:
             reply = ("user" if isinstance(error, ValueError) else "failed", str(error))
         except Exception as error:  # a bug or damaged data: the server answers 503 with it

@@ -283,11 +283,11 @@ async function enginePlays(generation) {
   $("board").dataset.engine = "idle";
   if (generation !== state.generation) return;
   let note = `awele plays ${answer.move}`;
-  if (answer.source === "search") {
-    const found = answer.search;
-    note += ` (searched ${found.nodes.toLocaleString()} nodes, value ${signed(found.value)}${found.exact ? " exact" : ` at depth ${found.depth}`})`;
+  if (answer.source !== "table") {
+    const rule = answer.rule === "true" ? "" : ", by the tables' convention";
+    note += ` (searched ${answer.nodes.toLocaleString()} nodes, value ${signed(answer.value)}${answer.exact ? " exact" : ` at depth ${answer.depth}`}${rule})`;
   } else {
-    note += " (perfect play from the tables)";
+    note += ` (perfect play from the tables, value ${signed(answer.value)}${answer.rule === "true" ? "" : " by their convention"})`;
   }
   if (answer.note) note += `; ${answer.note}`;
   await show(state.start, state.played.concat([answer.move]), []);
