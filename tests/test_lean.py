@@ -46,6 +46,12 @@ def _lean(seeds, reference, scratch, groups, **sizes):
     return values, histogram, stats
 
 
+def _block(seeds, chunk, parts):
+    """Blocks of whole chunks, about `parts` a few times over the layer (a pass records a step a block)."""
+    share = -(-index.layer_size(seeds) // (4 * parts))
+    return max(chunk, -(-share // chunk) * chunk)
+
+
 def _groups(seeds, kind):
     layers = layer_state.exit_layers(seeds)
     if kind == "one":
@@ -60,8 +66,9 @@ def test_the_lean_stages_give_every_layer_the_in_memory_values(reference, tmp_pa
     # The smallest stack spills to the queue file at once; chunks and exit slices of a block or a few make
     # every layer past 2 cross their edges; the exit groups vary with the layer.
     kind = ("one", "each", "two")[seeds % 3]
+    chunk = layer_state.BLOCK * (1 + seeds % 3)
     values, histogram, stats = _lean(seeds, reference, tmp_path, _groups(seeds, kind), stack=lean.MIN_STACK,
-                                     chunk=layer_state.BLOCK * (1 + seeds % 3), exit_slice=layer_state.BLOCK * 4)
+                                     chunk=chunk, block=_block(seeds, chunk, 1 + seeds % 2))
     assert np.array_equal(values, reference.layer(seeds))
     assert _digest(values) == HASHES[seeds]
     assert np.array_equal(histogram, tables.histogram(reference.layer(seeds), seeds))
