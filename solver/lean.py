@@ -89,7 +89,7 @@ from .disk import (
 from .disk import own_files as folder_files
 from .errors import BuildError, ScratchError
 from .intrinsics import atomic_add, compare_and_swap, prefetch
-from .layers import LayerStore
+from .layers import LayerStore, byte_histogram
 from .rules import ROW, legal_mask, play
 
 EARLIER = 7  # resolved at an earlier stage: its value is in the state file
@@ -781,6 +781,26 @@ def _pread(descriptor: int, out: np.ndarray, offset: int, path: str) -> None:
         raise ScratchError(f"cannot read {path}: {error.strerror}") from None
 
 
+def stage_fits(found: np.ndarray, stage: int, in_flight: bool) -> bool:
+    """Whether a state file whose bytes have histogram `found` (index: the
+    byte as unsigned) can be the one from which stage `stage` goes on: every
+    value resolved beyond +-stage (at +-stage too while the pass that writes
+    them is `in_flight`), 0 only from the last pass, and no pending exit
+    above `stage` (it would have been won at that stage). At stage 0 nothing
+    is pending. The stage a journal records is so checked against the file
+    it names, as the disk mode checks its checkpoints (disk.stage_fits)."""
+    lowest = stage if in_flight else stage + 1
+    for value in range(1, layer_state.MAX_VALUE + 1):
+        if value < lowest and (found[value] or found[-value & 0xFF]):
+            return False
+        if value > stage and found[np.int64(layer_state.pending(value)) & 0xFF]:
+            return False
+    if found[0] and not (stage == 0 or (stage == 1 and in_flight)):
+        return False
+    return stage > 0 or all(found[np.int64(layer_state.pending(value)) & 0xFF] == 0
+                            for value in range(layer_state.NO_EXIT, layer_state.MAX_VALUE + 1))
+
+
 class LeanLayer:
     """The lean build of layer `seeds` (module docstring): solve() makes its
     values, values() gives them to tables.write_table, clear() removes its
@@ -1105,6 +1125,7 @@ class LeanLayer:
         if journal["stage"] == 0:
             self.histogram[:] = 0
         total = before = after = 0
+        found_bytes = np.zeros(256, dtype=np.int64)
         try:
             for number, lo in enumerate(range(0, self.size, self.block)):
                 piece = self.buffer[: min(self.block, self.size - lo)]
@@ -1115,6 +1136,7 @@ class LeanLayer:
                     before = (before + found) & MASK
                 if step is not None and number > step[0]:
                     after = (after + found) & MASK
+                found_bytes += byte_histogram(piece)
                 if marks is not None:
                     rebuild_mark(lo, piece.shape[0], piece, marks)
                 if journal["stage"] == 0:
@@ -1126,6 +1148,9 @@ class LeanLayer:
             raise ScratchError(f"{path} does not match its checksum: damaged")
         if step is not None and (before != step[1] or after != step[2]):
             raise ScratchError(f"{path} does not match its journal: damaged")
+        stage = journal["stage"]
+        if stage is not None and not stage_fits(found_bytes, stage, step is not None):
+            raise ScratchError(f"{path} is not the state file of stage {stage}, as its journal says: damaged")
         self.state_sum = total
         self.expect = (step[0], step[4]) if step is not None else None
 
