@@ -640,6 +640,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                                            "it was built in the lean stages")
                         row.update(mode="lean", distances=False, scratch_bytes=lean_layout["scratch_bytes"],
                                    resumed_at_stage=stats["resumed_at_stage"],
+                                   queue_peak_bytes=stats["queue_peak_bytes"],
                                    disk_bytes_read=stats["disk_bytes_read"],
                                    disk_bytes_written=stats["disk_bytes_written"])
                     elif layout is None:

@@ -37,15 +37,23 @@ entry needs). The seeds wait in the same queue. After stage 1 the last pass writ
 stage 1's results, and what is still unresolved is endless play (or an
 exit of 0): 0, as stages.settle_endless says.
 
-The exits are made as in the disk mode, a slice of ranks at a time with the
+The exits are made as in the disk mode, a block of ranks at a time with the
 same kernel (exits.exit_pass, the plain layout: value bytes and count
 nibbles apart), a pass over the layer for each group of smaller layers that
-fits in memory (plan.lean_plan): the value bytes go to the state file (each
-group's pass reads the last and writes a new one) and the counts of the first
-pass, already in the code's layout, to a counts file, read back as the
-stages' codes once the smaller layers are dropped. So the layer's own
-state is never resident beside its smaller layers, and the stages hold half
-a byte a position, their stack and a chunk of the state file.
+fits in memory (plan.lean_plan): the first writes the state file and the
+counts, already in the code's layout, to a counts file, read back as the
+stages' codes once the smaller layers are dropped; each later one raises the
+state file's pending codes in place. So the layer's own state is never
+resident beside its smaller layers, and the stages hold half a byte a
+position, their stack and a block of the state file.
+
+One state file, rewritten in place: a pass reads a block, works on it in
+memory and writes it back where it was. Doing a block twice gives what
+doing it once gives (a result is written where the codes say, an exit raised
+to the best so far), which is what makes a kill at any moment resumable:
+each block is recorded in the journal (LeanLayer, docs/DISK.md) before it is
+written back, and the codes, never saved, are rebuilt from the state file
+(rebuild_mark, rebuild_counts, rebuild_seeds).
 
 The exit passes use every thread; the passes and the propagation one by
 default (measured: docs/DISK.md). The propagation can take several
@@ -53,14 +61,14 @@ default (measured: docs/DISK.md). The propagation can take several
 compare-and-swap of the byte it shares with its neighbour. Files are created
 exclusively (never through a link), checked by a checksum as they are read
 (not zlib's CRC-32: it was the stages' bottleneck) and removed once used; a
-full disk stops the build in one line (BuildError). A killed build restarts
-the layer from its exits: the lean stages keep no journal yet (docs/DISK.md).
+full disk stops the build in one line (BuildError), the last step kept.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import resource
@@ -462,7 +470,7 @@ def rebuild_seeds(lo: int, size: int, state: np.ndarray, codes: np.ndarray, seed
         code = code_of(codes, rank)
         if code == EARLIER:
             set_code(codes, rank, WON)
-        if code == EARLIER or code == LOST:
+        if code in (EARLIER, LOST):
             seeds_found[found] = rank
             found += 1
     return found
@@ -929,6 +937,7 @@ class LeanLayer:
         remove_layer_files(self.scratch, self.seeds)
 
     def _commit(self) -> None:
+        assert self.journal is not None, "resume() first"
         try:
             tables.write_file_exclusively(journal_path(self.scratch, self.seeds), (encode_journal(self.journal),))
         except OSError as error:
@@ -1015,13 +1024,6 @@ class LeanLayer:
             use[group] = True
             tick = time.perf_counter()
             lookups = [0]
-
-            def raise_exits(lo: int, piece: np.ndarray, first: bool, counts: np.ndarray,
-                            use: np.ndarray = use) -> None:
-                with layer_state.thread_count(1 if piece.shape[0] < layer_state.SERIAL_SIZE else None):
-                    lookups[0] += int(exits.exit_pass(seeds, piece.shape[0], piece, counts, store.flat, store.starts,
-                                                      use, first, self.rows, False, lo))
-
             if number == 0:
                 writer = StreamWriter(self._path(state_name(seeds)), self.scratch, seeds)
                 counts_writer = StreamWriter(self._path(counts_name(seeds)), self.scratch, seeds)
@@ -1029,7 +1031,7 @@ class LeanLayer:
                     for lo in range(0, size, self.block):
                         values = np.zeros(min(self.block, size - lo), dtype=np.int8)
                         counts = np.zeros((values.shape[0] + 1) // 2, dtype=np.uint8)
-                        raise_exits(lo, values, True, counts)
+                        self._raise_exits(use, lookups, True, counts, lo, values)
                         writer.write(values)
                         counts_writer.write(counts)
                     self.state_sum = writer.close(sync=True)
@@ -1041,11 +1043,19 @@ class LeanLayer:
                 self.written += writer.bytes + counts_writer.bytes
                 journal.update(counts=[counts_name(seeds), counts_sum])
             else:
-                dummy = np.zeros(1, dtype=np.uint8)
-                self._rewrite(lambda lo, piece, number=number: raise_exits(lo, piece, False, dummy), None)
+                self._rewrite(functools.partial(self._raise_exits, use, lookups, False, np.zeros(1, dtype=np.uint8)),
+                              None)
             journal.update(exits_done=number, sum=self.state_sum, exit_seconds=journal["exit_seconds"] + (
                 time.perf_counter() - tick), exit_lookups=journal["exit_lookups"] + lookups[0])
             self._commit()
+
+    def _raise_exits(self, use: np.ndarray, lookups: list[int], first: bool, counts: np.ndarray, lo: int,
+                     piece: np.ndarray) -> None:
+        """The exit pass of the smaller layers in `use` over ranks lo.. (their
+        bytes `piece`; the first pass writes their counts), lookups[0] counting."""
+        with layer_state.thread_count(1 if piece.shape[0] < layer_state.SERIAL_SIZE else None):
+            lookups[0] += int(exits.exit_pass(self.seeds, piece.shape[0], piece, counts, self.store.flat,
+                                              self.store.starts, use, first, self.rows, False, lo))
 
     def _load_counts(self, codes: np.ndarray) -> None:
         """The counts file read (checked) as the codes before the first stage;
@@ -1073,8 +1083,11 @@ class LeanLayer:
         after), so that a kill at any moment leaves a file the journal
         describes. `stage`: the stage in progress whose pass this is (None:
         an exit pass). A block the resumed journal had in flight must come
-        out as recorded (`expect`); then the file is synced and the pass
-        recorded as done by the caller."""
+        out as recorded (`expect`); the caller records the pass as done. The
+        blocks are not synced: a kill -9 leaves them in the page cache, and
+        what a power cut loses is found by the checksums (the layer then
+        starts over), where a sync a pass would write out each small layer's
+        file, otherwise kept in the page cache, once a stage."""
         journal = self.journal
         assert journal is not None, "resume() first"
         path = self._path(state_name(self.seeds))
@@ -1103,7 +1116,6 @@ class LeanLayer:
                         raise _disk_error(error, self.scratch, self.seeds) from None
                     self.written += len(view)
                 done = (done + new) & MASK
-            os.fsync(descriptor)
         finally:
             os.close(descriptor)
         self.read += self.size

@@ -44,8 +44,10 @@ STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chu
 # The lean stages (solver.lean, docs/DISK.md):
 LEAN_BASE_BYTES = 256 << 20  # the process in the lean stages (numba, its threads, row tables, the writer): a build
 # to 8 seeds peaks at 188 MB once its kernels are cached, and BASE_BYTES (512 MiB) would refuse a 500 MiB budget
-LEAN_QUEUE_BYTES = 1.0  # bytes a position the lean stages' queue file may reach, planned high (layer 12, stack of
-# 1,000: 0.51)
+LEAN_QUEUE_BYTES = 0.6  # bytes a position the lean stages' queue file may reach, planned high: its peak was 0.40 to
+# 0.49 on layers 13..18 and 0.41 on layer 24 (docs/PERFORMANCE.md "Lean stages"), more only on layers of under a million
+# positions (0.75 on layer 8), which QUEUE_FLOOR covers
+QUEUE_FLOOR = 64 << 20  # bytes the queue is planned at, at least
 JOURNAL_ROOM = 1 << 20  # the lean stages' journal and its temporary copy
 LEAN_SLOWDOWN = 2.2  # lean over in-memory seconds on the same layer (layer 24 under 500M, alternated: 2.21 and
 # 2.18, docs/PERFORMANCE.md "Lean stages"; its scratch traffic in the page cache)
@@ -145,7 +147,8 @@ def lean_least_bytes(seeds: int) -> int:
     """The least budget the lean stages build layer `seeds` in (lean_plan)."""
     largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
     size = index.layer_size(seeds)
-    return LEAN_BASE_BYTES + max((size + 1) // 2 + lean.stage_buffer_bytes(size), largest + lean.exit_buffer_bytes(size))
+    return LEAN_BASE_BYTES + max((size + 1) // 2 + lean.stage_buffer_bytes(size),
+                                 largest + lean.exit_buffer_bytes(size))
 
 
 def lean_plan(seeds: int, budget: int) -> dict | None:
@@ -167,7 +170,7 @@ def lean_plan(seeds: int, budget: int) -> dict | None:
     group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
     return {"groups": groups,
             "memory_bytes": max(stages, LEAN_BASE_BYTES + lean.exit_buffer_bytes(size) + group_bytes),
-            "scratch_bytes": size + max((size + 1) // 2, int(size * LEAN_QUEUE_BYTES)) + JOURNAL_ROOM,
+            "scratch_bytes": size + max((size + 1) // 2, int(size * LEAN_QUEUE_BYTES) + QUEUE_FLOOR) + JOURNAL_ROOM,
             "traffic_bytes": size * (2 * len(groups) + 1 + 2 * (seeds + 1))}
 
 

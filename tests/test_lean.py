@@ -292,7 +292,7 @@ def test_a_lean_layer_killed_after_any_step_resumes_with_the_same_values(referen
         child = _child(scratch, kill)
         _, err = child.communicate(timeout=600)
         assert child.returncode == -9, err
-        values, resumed, stats = _resumed(reference, scratch)
+        values, resumed, _ = _resumed(reference, scratch)
         assert resumed, f"killed after step {kill}"
         assert _digest(values) == HASHES[RESUMED], f"killed after step {kill}"
 
@@ -308,7 +308,7 @@ def test_a_lean_layer_killed_at_random_moments_resumes_with_the_same_values(refe
         time.sleep(rng.uniform(0, seconds))
         child.kill()
         child.communicate(timeout=600)
-        values, resumed, _ = _resumed(reference, scratch)
+        values, _, _ = _resumed(reference, scratch)
         assert _digest(values) == HASHES[RESUMED], f"attempt {attempt}"
 
 
