@@ -690,17 +690,8 @@ class RankQueue:
         out = np.empty(sum(entry[1] for entry in taken), dtype=np.int64)
         at = 0
         for offset, count, crc in taken:
-            view = memoryview(out[at : at + count].view(np.uint8))  # type: ignore[arg-type]  # a buffer
-            done = 0
-            try:
-                while done < len(view):
-                    got = os.preadv(self.descriptor, [view[done:]], offset + done)
-                    if got == 0:
-                        raise ScratchError(f"{self.path} ended early")
-                    done += got
-            except OSError as error:
-                raise ScratchError(f"cannot read {self.path}: {error.strerror}") from None
-            if _sum(view, 0) != crc:
+            _pread(self.descriptor, out[at : at + count], offset, self.path)
+            if _sum(memoryview(out[at : at + count].view(np.uint8)), 0) != crc:  # type: ignore[arg-type]  # a buffer
                 raise ScratchError(f"{self.path} does not match its checksum: damaged")
             at += count
         if not self.segments:
@@ -1335,13 +1326,8 @@ class _StateValues:
         except OSError as error:
             raise ScratchError(f"cannot read {self.path}: {error.strerror}") from None
         try:
+            _pread(descriptor, out, start, self.path)
             view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
-            done = 0
-            while done < len(view):
-                got = os.preadv(descriptor, [view[done:]], start + done)
-                if got == 0:
-                    raise ScratchError(f"{self.path} ended early")
-                done += got
         finally:
             os.close(descriptor)
         if start == self.next and stop > start and start % 8 == 0:
