@@ -507,6 +507,7 @@ def build_layer_lean(seeds: int, directory: str, scratch: str, store: LayerStore
                 if layer.resumed:
                     problem = check_resumed(directory, seeds, store, budget, values)
                     store.drop(seeds)
+                    values, counts = layer.values()  # read again from the start: checked against its checksum
                     if problem:
                         raise ScratchError(f"layer {seeds}, resumed from its journal in {scratch}, fails its check "
                                            f"({problem})")
