@@ -45,7 +45,7 @@ STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chu
 LEAN_BASE_BYTES = 256 << 20  # the process in the lean stages (numba, its threads, row tables, the writer): a build
 # to 8 seeds peaks at 188 MB once its kernels are cached, and BASE_BYTES (512 MiB) would refuse a 500 MiB budget
 LEAN_QUEUE_BYTES = 0.6  # bytes a position the lean stages' queue file may reach, planned high: its peak was 0.40 to
-# 0.49 on layers 13..18 and 0.41 on layer 24 (docs/PERFORMANCE.md "Lean stages"), more only on layers of under a million
+# 0.49 on layers 13..22 and 0.41 on layer 24 (docs/PERFORMANCE.md "Lean stages"), more only on layers of under a million
 # positions (0.75 on layer 8), which QUEUE_FLOOR covers
 QUEUE_FLOOR = 64 << 20  # bytes the queue is planned at, at least
 JOURNAL_ROOM = 1 << 20  # the lean stages' journal and its temporary copy
