@@ -61,10 +61,10 @@ def main() -> None:
     threading.Thread(target=sample, daemon=True).start()
     stages = lean.LeanLayer._stages
 
-    def sampled(self, codes, progress):
+    def sampled(self, *args):
         sampling.set()
         try:
-            return stages(self, codes, progress)
+            return stages(self, *args)
         finally:
             sampling.clear()
 

@@ -757,6 +757,38 @@ def build_journals(cases, work):
         handle.write(b"{")
     judge("disk journal: not JSON", folder, *module_awele(*disk_args, "--dir", folder, timeout=600)[::2], lines=(1,))
 
+    # The lean stages' journal: layer 13 built lean (--memory 400M), killed after its 6th step (in its stages).
+    from solver import lean
+
+    lean_args = ["build", "--max-seeds", seeds, "--threads", 1, "--memory", "400M", "--quiet"]
+
+    def lean_edit(**fields):
+        return lambda body: body.update(fields)
+
+    lean_edits = {
+        "lean journal: stage 500": lean_edit(stage=500), "lean journal: stage '9'": lean_edit(stage="9"),
+        "lean journal: stage 1.5": lean_edit(stage=1.5),
+        "lean journal: the stage lowered": lambda body: body.update(stage=body["stage"] - 1, **{"pass": None}),
+        "lean journal: a counts file ../awele-12.h5": lean_edit(stage=None, counts=[f"../awele-{seeds - 1:02d}.h5", 0]),
+        "lean journal: a counts file by an absolute path": lean_edit(stage=None, counts=[victim, 0]),
+        "lean journal: sum as text": lean_edit(sum="0"),
+        "lean journal: a pass of one number": lean_edit(**{"pass": [0]}),
+        "lean journal: an unknown field": lean_edit(more=1),
+        "lean journal: groups changed": lean_edit(groups=[[0]]),
+    }
+    for name, edit in lean_edits.items():
+        folder = fresh(name)
+        status, _, _ = module_awele(*lean_args, "--dir", folder, env={lean.KILL_VARIABLE: f"{seeds}:6"}, timeout=600)
+        if status != -9:
+            cases.record(f"build journals: {name}", False, f"the killed build ended {status}")
+            continue
+        scratch = os.path.join(folder, builder.SCRATCH_NAME)
+        ten = open(os.path.join(folder, f"awele-{seeds - 1:02d}.h5"), "rb").read()
+        _rewrite_journal(lean.journal_path(scratch, seeds), edit)
+        status, _, err = module_awele(*lean_args, "--dir", folder, timeout=600)
+        kept = open(os.path.join(folder, f"awele-{seeds - 1:02d}.h5"), "rb").read() == ten
+        judge(name, folder, status, err, extra="" if kept else "layer 12's file changed")
+
     # Scratch files damaged or planted (killed after 2 exit steps: slices 0 and 1 written).
     def damage(path, how):
         if how == "truncated":

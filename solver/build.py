@@ -475,33 +475,54 @@ def build_layer_on_disk(seeds: int, directory: str, scratch: str, store: LayerSt
 
 
 def build_layer_lean(seeds: int, directory: str, scratch: str, store: LayerStore, layout: dict[str, Any],
-                     rows: tuple[np.ndarray, ...], progress: Callable | None = None,
-                     locked: bool = False) -> dict[str, Any]:
+                     rows: tuple[np.ndarray, ...], progress: Callable | None = None, locked: bool = False,
+                     budget: int | None = None) -> dict[str, Any]:
     """Solve layer `seeds` in the lean stages (solver.lean) with `layout`
     (plan.lean_plan), its scratch files in `scratch`, and write its file;
-    return stats. The scratch folder is checked as in the disk mode; `locked`:
-    the caller holds its lock (else it is taken here)."""
+    return stats. As in the disk mode: the scratch folder's free space is
+    checked first against the layout's peak, less what a killed run of this
+    layer left there to resume from; `locked`: the caller holds the scratch
+    folder's lock (else it is taken here); a layer resumed from its journal
+    is checked (check_resumed, within `budget`) before its file is written;
+    a damaged or planted scratch file, or a failed check, starts the layer
+    over once, in one line that says so."""
     _usable_folder(scratch, "scratch folder")
+    budget = budget if budget is not None else default_budget()
     with _no_lock() if locked else BuildLock(scratch, "scratch folder"):
-        layer = lean.LeanLayer(seeds, scratch, store, rows, layout["groups"], lambda m: _load(directory, store, m))
-        layer.clear()  # what a killed run left: the lean stages start the layer over
+        planned = os.environ.get(lean.KILL_VARIABLE, "").split(":")
+        kill_after = int(planned[1]) if len(planned) == 2 and planned[0] == str(seeds) else None
+        layer = lean.LeanLayer(seeds, scratch, store, rows, layout["groups"], lambda m: _load(directory, store, m),
+                               kill_after=kill_after)
+        layer.resume()
+        need = layout["scratch_bytes"] - layer.scratch_bytes()
         free = disk.free_bytes(scratch)
-        if free < layout["scratch_bytes"]:
-            raise BuildError(f"layer {seeds} needs {layout['scratch_bytes'] / 1e9:.1f} GB in the scratch folder "
-                             f"{scratch} (lean stages), which has {free / 1e9:.1f} GB free: free some space or give "
-                             "another --scratch")
+        if free < need:
+            raise BuildError(f"layer {seeds} needs {need / 1e9:.1f} GB in the scratch folder {scratch} (lean stages), "
+                             f"which has {free / 1e9:.1f} GB free: free some space or give another --scratch")
         started = time.perf_counter()
-        try:
-            stats = layer.solve(progress)
-            written = time.perf_counter()
-            values, counts = layer.values()
-            tables.write_table(directory, seeds, values, counts=counts, build_seconds=written - started,
-                               extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
-                                      "exit_passes": stats["exit_passes"]})
-        finally:
-            layer.clear()
+        for attempt in (0, 1):
+            try:
+                stats = layer.solve(progress)
+                values, counts = layer.values()
+                if layer.resumed:
+                    problem = check_resumed(directory, seeds, store, budget, values)
+                    store.drop(seeds)
+                    values, counts = layer.values()  # read again from the start: checked against its checksum
+                    if problem:
+                        raise ScratchError(f"layer {seeds}, resumed from its journal in {scratch}, fails its check "
+                                           f"({problem})")
+                break
+            except ScratchError as error:
+                if attempt:
+                    raise BuildError(f"{error}, even built again from the start") from None
+                layer.start_over(str(error))
+        written = time.perf_counter()
+        tables.write_table(directory, seeds, values, counts=counts, build_seconds=written - started,
+                           extra={"threads": numba.get_num_threads(), "peak_bytes": peak_memory_bytes(),
+                                  "exit_passes": stats["exit_passes"]})
         stats["write_seconds"] = time.perf_counter() - written
         stats["load_seconds"] = 0.0
+        layer.clear()
     return stats
 
 
@@ -615,9 +636,12 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                     layout, lean_layout = layouts[seeds]
                     if lean_layout is not None:
                         stats = build_layer_lean(seeds, directory, scratch, store, lean_layout, rows, progress=step,
-                                                 locked=True)
-                        _clear_layer_files(seeds, None, checkpoint_dir, "it was built in the lean stages")
+                                                 locked=True, budget=budget)
+                        _clear_layer_files(seeds, scratch if scratch_held else None, checkpoint_dir,
+                                           "it was built in the lean stages")
                         row.update(mode="lean", distances=False, scratch_bytes=lean_layout["scratch_bytes"],
+                                   resumed_at_stage=stats["resumed_at_stage"],
+                                   queue_peak_bytes=stats["queue_peak_bytes"],
                                    disk_bytes_read=stats["disk_bytes_read"],
                                    disk_bytes_written=stats["disk_bytes_written"])
                     elif layout is None:
@@ -633,7 +657,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                         stats = build_layer_on_disk(seeds, directory, scratch, store, layout, rows, progress=step,
                                                     checkpoint_interval=checkpoint_interval, locked=True,
                                                     budget=budget)
-                        _clear_layer_files(seeds, None, checkpoint_dir, "it was built in the disk mode")
+                        _clear_layer_files(seeds, scratch if scratch_held else None, checkpoint_dir,
+                                           "it was built in the disk mode")
                         row.update(mode="disk", distances=False, slices=layout["slices"],
                                    scratch_bytes=layout["scratch_bytes"],
                                    sliced_stages=layout["sliced_stages"],
@@ -681,7 +706,8 @@ def _clear_layer_files(seeds: int, scratch: str | None, checkpoint_dir: str | No
     """Remove what layer `seeds` left in the scratch folder (disk mode) and the
     checkpoint folder (memory), saying so: a layer whose table is written, or
     that was built in the other mode, needs none of it."""
-    for folder, remove in ((scratch, disk.remove_layer_files), (checkpoint_dir, remove_checkpoint_files)):
+    for folder, remove in ((scratch, disk.remove_layer_files), (scratch, lean.remove_layer_files),
+                           (checkpoint_dir, remove_checkpoint_files)):
         if folder is not None:
             names = remove(folder, seeds)
             if names:

@@ -247,6 +247,42 @@ def own_files(folder: str, pattern: re.Pattern[str]) -> list[str]:
         return []
 
 
+def recorded_journal(folder: str, path: str, seeds: int, check: Callable[[dict[str, Any]], None],
+                     named: Callable[[dict[str, Any]], list[str]],
+                     names: Callable[[], list[str]]) -> dict[str, Any] | None:
+    """The journal at `path` of layer `seeds` when it passes its checks: its
+    CRC-32 (read_journal), `check` (its schema: ScratchError saying why), and
+    every file named(journal) a regular file in `folder`. Else None, said in
+    one line, and the layer's files (`names()`, the builder's own names in
+    `folder`) removed, a link as a link. Either way the layer's files the
+    journal does not name (the left-overs of a killed step) are removed; a
+    folder planted at one of their names stops the build (refuse_folders).
+    The disk mode and the lean stages read their journals so."""
+    refuse_folders(folder, names(), seeds)
+    journal = None
+    try:
+        journal = read_journal(path)
+        if journal is not None:
+            try:
+                check(journal)
+            except ScratchError as error:
+                raise ScratchError(f"the journal {path} is not valid: {error}") from None
+            for name in named(journal):
+                try:
+                    mode = os.lstat(os.path.join(folder, name)).st_mode
+                except OSError:
+                    raise ScratchError(f"{os.path.join(folder, name)}, named in the journal, is missing") from None
+                if not stat.S_ISREG(mode):
+                    raise ScratchError(f"{os.path.join(folder, name)}, named in the journal, is not a regular file")
+    except ScratchError as error:
+        say(f"{error}: layer {seeds} starts over, its scratch files removed")
+        remove_own(folder, names(), seeds)
+        journal = None
+    keep = {os.path.basename(path), *(named(journal) if journal is not None else [])}
+    remove_own(folder, [name for name in names() if name not in keep], seeds)
+    return journal
+
+
 def disk_pattern(seeds: int) -> re.Pattern[str]:
     """Every name a disk-mode build of layer `seeds` gives a file in its scratch folder."""
     return re.compile(rf"awele-{seeds:02d}\.(slice-\d+-of-\d+\.(group|visit)-\d+\.lines"
@@ -495,39 +531,16 @@ class DiskLayer:
 
     def resume(self) -> dict[str, Any]:
         """The journal to go on from: the recorded one when it passes its
-        checks (its CRC-32, check_journal, every file it names a regular file
-        there), else a fresh one, the layer's files set aside (removed) in one
-        line that says why; files it does not name are removed (left-overs of
-        a killed step). `resumed` says which."""
+        checks (recorded_journal), else a fresh one, the layer's files set
+        aside (removed) in one line that says why; files it does not name are
+        removed (left-overs of a killed step). `resumed` says which."""
         if self.journal:
             return self.journal
-        refuse_folders(self.scratch, self._own_files(), self.seeds)
-        path = journal_path(self.scratch, self.seeds)
-        journal = None
-        try:
-            journal = read_journal(path)
-            if journal is not None:
-                try:
-                    self.check_journal(journal)
-                except ScratchError as error:
-                    raise ScratchError(f"the journal {path} is not valid: {error}") from None
-                for name in self._named(journal):
-                    try:
-                        mode = os.lstat(self._path(name)).st_mode
-                    except OSError:
-                        raise ScratchError(f"{self._path(name)}, named in the journal, is missing") from None
-                    if not stat.S_ISREG(mode):
-                        raise ScratchError(f"{self._path(name)}, named in the journal, is not a regular file")
-        except ScratchError as error:
-            say(f"{error}: layer {self.seeds} starts over, its scratch files removed")
-            remove_own(self.scratch, self._own_files(), self.seeds)
-            journal = None
+        journal = recorded_journal(self.scratch, journal_path(self.scratch, self.seeds), self.seeds,
+                                   self.check_journal, self._named, self._own_files)
         self.resumed = journal is not None
-        journal = journal or self._fresh_journal()
-        keep = {os.path.basename(path), *self._named(journal)}
-        remove_own(self.scratch, [name for name in self._own_files() if name not in keep], self.seeds)
-        self.journal = journal
-        return journal
+        self.journal = journal or self._fresh_journal()
+        return self.journal
 
     def start_over(self, why: str) -> None:
         """Remove every file of this layer and forget its journal: the next

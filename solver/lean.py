@@ -37,15 +37,23 @@ entry needs). The seeds wait in the same queue. After stage 1 the last pass writ
 stage 1's results, and what is still unresolved is endless play (or an
 exit of 0): 0, as stages.settle_endless says.
 
-The exits are made as in the disk mode, a slice of ranks at a time with the
+The exits are made as in the disk mode, a block of ranks at a time with the
 same kernel (exits.exit_pass, the plain layout: value bytes and count
 nibbles apart), a pass over the layer for each group of smaller layers that
-fits in memory (plan.lean_plan): the value bytes go to the state file (each
-group's pass reads the last and writes a new one) and the counts of the first
-pass, already in the code's layout, to a counts file, read back as the
-stages' codes once the smaller layers are dropped. So the layer's own
-state is never resident beside its smaller layers, and the stages hold half
-a byte a position, their stack and a chunk of the state file.
+fits in memory (plan.lean_plan): the first writes the state file and the
+counts, already in the code's layout, to a counts file, read back as the
+stages' codes once the smaller layers are dropped; each later one raises the
+state file's pending codes in place. So the layer's own state is never
+resident beside its smaller layers, and the stages hold half a byte a
+position, their stack and a block of the state file.
+
+One state file, rewritten in place: a pass reads a block, works on it in
+memory and writes it back where it was. Doing a block twice gives what
+doing it once gives (a result is written where the codes say, an exit raised
+to the best so far), which is what makes a kill at any moment resumable:
+each block is recorded in the journal (LeanLayer, docs/DISK.md) before it is
+written back, and the codes, never saved, are rebuilt from the state file
+(rebuild_mark, rebuild_counts, rebuild_seeds).
 
 The exit passes use every thread; the passes and the propagation one by
 default (measured: docs/DISK.md). The propagation can take several
@@ -53,14 +61,14 @@ default (measured: docs/DISK.md). The propagation can take several
 compare-and-swap of the byte it shares with its neighbour. Files are created
 exclusively (never through a link), checked by a checksum as they are read
 (not zlib's CRC-32: it was the stages' bottleneck) and removed once used; a
-full disk stops the build in one line (BuildError). A killed build restarts
-the layer from its exits: the lean stages keep no journal yet (docs/DISK.md).
+full disk stops the build in one line (BuildError), the last step kept.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import resource
@@ -72,10 +80,25 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from . import exits, index, layer_state, stages
-from .errors import BuildError
+from . import exits, index, layer_state, stages, tables
+from .disk import (
+    COUNT_MAX,
+    check_int,
+    check_keys,
+    check_list,
+    check_name,
+    check_seconds,
+    encode_journal,
+    recorded_journal,
+    remove_own,
+    same,
+    say,
+)
+from .disk import own_files as folder_files
+from .errors import BuildError, ScratchError
 from .intrinsics import atomic_add, compare_and_swap, prefetch
-from .layers import LayerStore
+from .layers import LayerStore, byte_histogram
+from .rules import ROW, legal_mask, play
 
 EARLIER = 7  # resolved at an earlier stage: its value is in the state file
 LOST = 8  # lost at -k this stage: no unrefuted child and the exit bit set
@@ -83,14 +106,15 @@ WON = 15  # won at +k this stage
 EXIT_BIT = 8  # set in an unresolved code once its best exit is at most -k
 CODE = 0xF
 CHUNK = 1 << 19  # ranks a sequential pass over the state file takes at a time (a multiple of BLOCK)
-EXIT_SLICE = 1 << 22  # ranks an exit pass takes at a time (a multiple of BLOCK)
+EXIT_SLICE = 1 << 22  # the fewest ranks a block of the state file has (block_ranks)
+BLOCKS_A_PASS = 256  # a pass over the state file records a step (the journal) this many times at most
 STACK = 1 << 19  # resolved positions held in memory to tell of (24 bytes each), shared by the threads' stacks;
 # more go to the queue file
 ENTRY_BYTES = 8  # a queued entry: the rank (int64)
 # Bytes the lean stages hold beside the codes (the stack, a chunk of the state file and its seeds, a batch)
 # and the exit passes beside the smaller layers (a slice's bytes and counts, exit_pass's buffers):
-STAGE_BUFFERS = STACK * (24 + 2 * ENTRY_BYTES) + CHUNK * (1 + ENTRY_BYTES) + (4 << 20)
-EXIT_BUFFERS = EXIT_SLICE * 3 // 2 + layer_state.WORK_SLOTS * layer_state.BLOCK * 6 * 24 + (4 << 20)
+STAGE_BUFFERS = STACK * (24 + 2 * ENTRY_BYTES) + CHUNK * ENTRY_BYTES + (4 << 20)
+EXIT_BUFFERS = layer_state.WORK_SLOTS * layer_state.BLOCK * 6 * 24 + (4 << 20)
 MIN_STACK = 2 * (layer_state.BATCH + layer_state.MAX_PREDECESSORS) + 2  # a batch's pushes and a refill fit
 
 
@@ -369,30 +393,128 @@ def value_counts(state: np.ndarray, seeds: int, counts: np.ndarray) -> None:
         counts[np.int64(state[i]) + seeds] += 1
 
 
+# Rebuilding the codes from the state file (a resumed layer) -------------------------
+
+
+@njit(cache=True)
+def rebuild_mark(lo: int, size: int, state: np.ndarray, codes: np.ndarray) -> None:
+    """The first sweep of rebuild_codes over ranks lo..lo+size-1 (state[:size]):
+    a value above 0 in the state file is WON, below 0 LOST, 0 (endless play,
+    the last pass) EARLIER; a pending position is 0 until counted."""
+    for i in range(size):
+        byte = state[i]
+        if layer_state.resolved(byte):
+            set_code(codes, lo + i, WON if byte > 0 else (LOST if byte < 0 else EARLIER))
+        else:
+            set_code(codes, lo + i, 0)
+
+
+@njit(cache=True, inline="always")
+def _recount(seeds, stage, rank, exit, codes, rows):
+    """The code of unresolved `rank` (its exit `exit`) at stage `stage`, counted
+    from its in-layer children: those WON in the state file are refuted, one
+    LOST there (or found lost by this sweep) makes it a WON seed, returned as
+    EARLIER (rebuild_seeds makes it WON: seen as WON now, its parents would
+    count it refuted before it is told of); E = +stage is a WON seed too."""
+    mover, opponent = index.unrank_fast(seeds, rank, rows[0], rows[1], rows[2], rows[3])
+    mask = legal_mask(mover, opponent)
+    count = 0
+    won = exit == stage
+    for house in range(ROW):
+        if mask & (1 << house):
+            captured, child_mover, child_opponent = play(mover, opponent, house)
+            if captured == 0:
+                child = code_of(codes, index.rank_packed(child_mover, child_opponent, seeds))
+                if child == LOST:
+                    won = True
+                elif child != WON:
+                    count += 1
+    if won:
+        return EARLIER
+    return count | (EXIT_BIT if exit <= -stage else 0)
+
+
+@njit(cache=True, parallel=True)
+def rebuild_counts(seeds: int, stage: int, lo: int, size: int, state: np.ndarray, codes: np.ndarray,
+                   rows: tuple[np.ndarray, ...]) -> None:
+    """The second sweep of rebuild_codes: the code of each pending rank of
+    lo..lo+size-1 (`lo` even) from its children (_recount). Threads take
+    pieces of an even number of ranks, so no two write one byte; what one
+    reads of another's is WON (never written here) or LOST (read early or
+    late, the same values follow: the child is lost at -stage either way)."""
+    pieces = (size + SETTLE_PIECE - 1) // SETTLE_PIECE
+    counter = np.zeros(1, dtype=np.int64)
+    for _slot in prange(layer_state.WORK_SLOTS):
+        while True:
+            piece = atomic_add(counter, 0, np.int64(1))
+            if piece >= pieces:
+                break
+            for i in range(piece * SETTLE_PIECE, min(size, (piece + 1) * SETTLE_PIECE)):
+                byte = state[i]
+                if not layer_state.resolved(byte):
+                    set_code(codes, lo + i, _recount(seeds, stage, lo + i, layer_state.pending_exit(byte), codes, rows))
+
+
+@njit(cache=True)
+def rebuild_seeds(lo: int, size: int, state: np.ndarray, codes: np.ndarray, seeds_found: np.ndarray) -> int:
+    """The last sweep of rebuild_codes: what the state file holds resolved is
+    EARLIER; a pending rank left EARLIER by rebuild_counts is a WON seed, one
+    left LOST (no unrefuted child, the exit bit set) a LOST seed: their ranks
+    go to seeds_found, in rank order; returns how many."""
+    found = 0
+    for i in range(size):
+        rank = lo + i
+        if layer_state.resolved(state[i]):
+            set_code(codes, rank, EARLIER)
+            continue
+        code = code_of(codes, rank)
+        if code == EARLIER:
+            set_code(codes, rank, WON)
+        if code in (EARLIER, LOST):
+            seeds_found[found] = rank
+            found += 1
+    return found
+
+
 # Scratch files ---------------------------------------------------------------------
 
 WEIGHT = np.uint64(0x9E3779B97F4A7C15)  # an odd multiplier: word j of a file weighs (j * WEIGHT) | 1
+MIX = np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's multiplier
+
+
+@njit(cache=True, inline="always")
+def _mix(word: np.uint64, place: np.uint64) -> np.uint64:
+    """Word `word` at word `place` of a file, mixed (splitmix64's finaliser
+    over the word times an odd weight of its place): a change of any bit of
+    the word changes about half the bits of the term."""
+    term = word * ((place * WEIGHT) | np.uint64(1)) + place
+    term ^= term >> np.uint64(31)
+    term *= MIX
+    term ^= term >> np.uint64(29)
+    return term
 
 
 @njit(cache=True)
 def checksum(data: np.ndarray, offset: int) -> np.uint64:
     """The checksum of bytes `data` lying at byte `offset` (a multiple of 8)
-    of a file: the sum, wrapping at 2**64, of each 8-byte word times an odd
-    weight of its place. Files are summed a piece at a time, in any pieces
+    of a file: the sum, wrapping at 2**64, of each 8-byte word mixed with
+    its place (_mix). Files are summed a piece at a time, in any pieces
     (the sums add up), inside a kernel at several GB/s, where zlib's CRC-32
     ran at 0.7 GB/s here: the stages pass their state file once a stage.
-    A word changed, or two words swapped, changes the sum."""
+    The mixing spreads every bit of a word over the whole term: a plain
+    weighted sum let two changes of a word's top bit cancel (2**63 twice),
+    and a pass that rewrote two such bytes in one block looked unchanged."""
     words = data.shape[0] // 8
     view = data[: words * 8].view(np.uint64)
     first = np.uint64(offset // 8)
     total = np.uint64(0)
     for j in range(words):
-        total += view[j] * (((first + np.uint64(j)) * WEIGHT) | np.uint64(1))
+        total += _mix(view[j], first + np.uint64(j))
     if data.shape[0] > words * 8:
         tail = np.uint64(0)
         for i in range(data.shape[0] - words * 8):
-            tail |= np.uint64(data[words * 8 + i]) << np.uint64(8 * i)
-        total += tail * (((first + np.uint64(words)) * WEIGHT) | np.uint64(1))
+            tail |= np.uint64(np.uint8(data[words * 8 + i])) << np.uint64(8 * i)  # int8 bytes are not sign-extended
+        total += _mix(tail, first + np.uint64(words))
     return total
 
 
@@ -439,9 +561,8 @@ def write_piece(descriptor: int, view: memoryview) -> None:
 class StreamWriter:
     """A scratch file written in order, a piece at a time, as disk.write_lines
     writes one whole: created exclusively, never through a link; its
-    checksum kept. A failure removes it. Not synced: no later run reads it
-    (a killed lean layer starts over), and a file read back at once is best
-    left in the page cache."""
+    checksum kept. A failure removes it. Synced when closed with `sync` (a
+    file the journal names: a later run may read it)."""
 
     def __init__(self, path: str, scratch: str, seeds: int) -> None:
         self.path, self.scratch, self.seeds = path, scratch, seeds
@@ -460,10 +581,12 @@ class StreamWriter:
         self.crc = (self.crc + _sum(view, self.bytes)) & 0xFFFFFFFFFFFFFFFF
         self.bytes += len(view)
 
-    def close(self) -> int:
-        """Close; returns the checksum."""
+    def close(self, sync: bool = False) -> int:
+        """Close (synced first with `sync`); returns the checksum."""
         assert self.descriptor is not None, "closed twice"
         try:
+            if sync:
+                os.fsync(self.descriptor)
             os.close(self.descriptor)
         except OSError as error:
             self.descriptor = None
@@ -492,11 +615,11 @@ class StreamReader:
         try:
             self.descriptor: int | None = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as error:
-            raise BuildError(f"cannot read {path}: {error.strerror}") from None
+            raise ScratchError(f"cannot read {path}: {error.strerror}") from None
         if os.fstat(self.descriptor).st_size != size:
             found = os.fstat(self.descriptor).st_size
             self.close()
-            raise BuildError(f"{path} has {found} bytes, not {size}")
+            raise ScratchError(f"{path} has {found} bytes, not {size}")
         self.found = 0
         self.offset = 0
 
@@ -508,18 +631,18 @@ class StreamReader:
             while done < len(view):
                 got = os.readv(self.descriptor, [view[done:]])
                 if got == 0:
-                    raise BuildError(f"{self.path} ended early")
+                    raise ScratchError(f"{self.path} ended early")
                 done += got
         except OSError as error:
-            raise BuildError(f"cannot read {self.path}: {error.strerror}") from None
+            raise ScratchError(f"cannot read {self.path}: {error.strerror}") from None
         self.found = (self.found + _sum(view, self.offset)) & 0xFFFFFFFFFFFFFFFF
         self.offset += len(view)
 
     def finish(self) -> None:
-        """Close; raise BuildError if what was read does not match the checksum."""
+        """Close; raise ScratchError if what was read does not match the checksum."""
         self.close()
         if self.found != self.crc:
-            raise BuildError(f"{self.path} does not match its checksum: damaged")
+            raise ScratchError(f"{self.path} does not match its checksum: damaged")
 
     def close(self) -> None:
         if self.descriptor is not None:
@@ -531,8 +654,9 @@ class RankQueue:
     """Ranks resolved this stage and not yet told of, beyond what the stack
     holds: one file, appended to and read from its start in segments of at
     most `segment` ranks, each with its checksum. Only this stage's work
-    depends on it (a killed build restarts the layer), so it is not synced;
-    once read to its end it is emptied."""
+    depends on it (a resumed layer rebuilds its stage's seeds from the state
+    file), so it is not synced nor named in the journal; once read to its
+    end it is emptied."""
 
     def __init__(self, path: str, scratch: str, seeds: int, segment: int) -> None:
         self.path, self.scratch, self.seeds, self.segment = path, scratch, seeds, segment
@@ -566,18 +690,9 @@ class RankQueue:
         out = np.empty(sum(entry[1] for entry in taken), dtype=np.int64)
         at = 0
         for offset, count, crc in taken:
-            view = memoryview(out[at : at + count].view(np.uint8))  # type: ignore[arg-type]  # a buffer
-            done = 0
-            try:
-                while done < len(view):
-                    got = os.preadv(self.descriptor, [view[done:]], offset + done)
-                    if got == 0:
-                        raise BuildError(f"{self.path} ended early")
-                    done += got
-            except OSError as error:
-                raise BuildError(f"cannot read {self.path}: {error.strerror}") from None
-            if _sum(view, 0) != crc:
-                raise BuildError(f"{self.path} does not match its checksum: damaged")
+            _pread(self.descriptor, out[at : at + count], offset, self.path)
+            if _sum(memoryview(out[at : at + count].view(np.uint8)), 0) != crc:  # type: ignore[arg-type]  # a buffer
+                raise ScratchError(f"{self.path} does not match its checksum: damaged")
             at += count
         if not self.segments:
             os.ftruncate(self.descriptor, 0)
@@ -592,14 +707,97 @@ class RankQueue:
 
 # The layer -------------------------------------------------------------------------
 
+KILL_VARIABLE = "AWELE_TEST_LEAN_KILL"  # "seeds:steps" (tests): SIGKILL right after that many steps are recorded
+SUM_MAX = (1 << 64) - 1  # a checksum (lean.checksum) is a 64-bit word
+MASK = SUM_MAX
+
+
+def block_ranks(size: int) -> int:
+    """Ranks of a block of the state file of a layer of `size` positions: a
+    pass reads one, rewrites it in place and records that step, so a pass
+    records at most BLOCKS_A_PASS steps; whole chunks, EXIT_SLICE at least."""
+    share = -(-size // BLOCKS_A_PASS)
+    return max(EXIT_SLICE, -(-share // CHUNK) * CHUNK)
+
+
+def stage_buffer_bytes(size: int) -> int:
+    """Bytes the stages hold beside the codes (STAGE_BUFFERS and a block)."""
+    return STAGE_BUFFERS + block_ranks(size)
+
+
+def exit_buffer_bytes(size: int) -> int:
+    """Bytes the exit passes hold beside the smaller layers (a block's values and counts, exit_pass's)."""
+    return EXIT_BUFFERS + block_ranks(size) * 3 // 2
+
+
+def journal_path(scratch: str, seeds: int) -> str:
+    return os.path.join(scratch, f"awele-{seeds:02d}.lean.json")
+
+
+def state_name(seeds: int) -> str:
+    """The state file of layer `seeds`: a byte a position (a pending exit code, or the value)."""
+    return f"awele-{seeds:02d}.lean-state.state"
+
+
+def counts_name(seeds: int) -> str:
+    """The counts file of layer `seeds`: the codes before the first stage, made by the first exit pass."""
+    return f"awele-{seeds:02d}.lean-counts.counts"
+
+
+def queue_name(seeds: int) -> str:
+    return f"awele-{seeds:02d}.lean-queue.queue"
+
+
+def layer_pattern(seeds: int) -> re.Pattern[str]:
+    """Every name the lean stages of layer `seeds` give a file in the scratch folder."""
+    return re.compile(rf"awele-{seeds:02d}\.lean(\.json|-state\.state|-counts\.counts|-queue\.queue)"
+                      rf"({re.escape(tables.TEMPORARY_SUFFIX)}-\d+)?")
+
 
 def own_files(scratch: str, seeds: int) -> list[str]:
     """The lean stages' files of layer `seeds` in `scratch` (names)."""
-    pattern = re.compile(rf"awele-{seeds:02d}\.lean-[a-z]+-\d+\.(state|counts|queue)")
+    return folder_files(scratch, layer_pattern(seeds))
+
+
+def remove_layer_files(scratch: str, seeds: int) -> list[str]:
+    """Remove (and return) the lean files of layer `seeds` in `scratch`: a
+    link as a link; a folder planted at such a name stops the build."""
+    names = own_files(scratch, seeds)
+    remove_own(scratch, names, seeds)
+    return names
+
+
+def _pread(descriptor: int, out: np.ndarray, offset: int, path: str) -> None:
+    view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
+    done = 0
     try:
-        return [name for name in os.listdir(scratch) if pattern.fullmatch(name)]
-    except FileNotFoundError:
-        return []
+        while done < len(view):
+            got = os.preadv(descriptor, [view[done:]], offset + done)
+            if got == 0:
+                raise ScratchError(f"{path} ended early")
+            done += got
+    except OSError as error:
+        raise ScratchError(f"cannot read {path}: {error.strerror}") from None
+
+
+def stage_fits(found: np.ndarray, stage: int, in_flight: bool) -> bool:
+    """Whether a state file whose bytes have histogram `found` (index: the
+    byte as unsigned) can be the one from which stage `stage` goes on: every
+    value resolved beyond +-stage (at +-stage too while the pass that writes
+    them is `in_flight`), 0 only from the last pass, and no pending exit
+    above `stage` (it would have been won at that stage). At stage 0 nothing
+    is pending. The stage a journal records is so checked against the file
+    it names, as the disk mode checks its checkpoints (disk.stage_fits)."""
+    lowest = stage if in_flight else stage + 1
+    for value in range(1, layer_state.MAX_VALUE + 1):
+        if value < lowest and (found[value] or found[-value & 0xFF]):
+            return False
+        if value > stage and found[np.int64(layer_state.pending(value)) & 0xFF]:
+            return False
+    if found[0] and not (stage == 0 or (stage == 1 and in_flight)):
+        return False
+    return stage > 0 or all(found[np.int64(layer_state.pending(value)) & 0xFF] == 0
+                            for value in range(layer_state.NO_EXIT, layer_state.MAX_VALUE + 1))
 
 
 class LeanLayer:
@@ -607,83 +805,206 @@ class LeanLayer:
     values, values() gives them to tables.write_table, clear() removes its
     files. `groups` are the smaller layers by exit pass (plan.lean_plan);
     `load(m)` puts smaller layer m in `store` (checked). `stack`, `chunk`
-    and `exit_slice` (default: the module's STACK, CHUNK, EXIT_SLICE) are
-    the stack's entries and the ranks a stage's pass and an exit pass take
-    at a time. `tell_threads` tell of the stages' resolutions at once (1 by
-    default: on this 2-core machine, busy with other work, two threads that
-    wait for each other at every share-out took 8 times as long, docs/DISK.md),
-    and `settle_threads` settle each chunk of a stage's pass (1 by default,
-    for the same reason: a pass is hundreds of parallel calls)."""
+    and `block` (default: STACK, CHUNK, block_ranks) are the stack's
+    entries, the ranks a stage's pass settles at a time and the ranks of a
+    block of the state file (a recorded step). `tell_threads` tell of the
+    stages' resolutions at once (1 by default: on this 2-core machine, busy
+    with other work, two threads that wait for each other at every
+    share-out took 8 times as long, docs/DISK.md), and `settle_threads`
+    settle each chunk of a stage's pass (1 by default, for the same reason).
+
+    The journal (awele-NN.lean.json, written atomically, as the disk mode's:
+    disk.encode_journal) records each step: an exit pass done, a stage
+    begun, a block of a pass about to be rewritten in place (its checksum
+    before and after, and those of the blocks before and after it). A
+    rerun (resume) goes on from the last step recorded: the exits from the
+    next pass, the stages from the stage in progress, its codes rebuilt from
+    the state file (rebuild_codes). `kill_after` (tests): SIGKILL this
+    process after that many steps of this run are recorded."""
 
     def __init__(self, seeds: int, scratch: str, store: LayerStore, rows: tuple[np.ndarray, ...],
                  groups: list[list[int]], load: Callable[[int], None], stack: int | None = None,
-                 chunk: int | None = None, exit_slice: int | None = None, tell_threads: int = 1,
-                 settle_threads: int = 1) -> None:
-        stack, chunk, exit_slice = stack or STACK, chunk or CHUNK, exit_slice or EXIT_SLICE
-        if stack < MIN_STACK or chunk % layer_state.BLOCK or exit_slice % layer_state.BLOCK:
-            raise ValueError(f"a stack of at least {MIN_STACK} and chunks of whole blocks, not {stack}, {chunk}, "
-                             f"{exit_slice}")
+                 chunk: int | None = None, block: int | None = None, tell_threads: int = 1,
+                 settle_threads: int = 1, kill_after: int | None = None) -> None:
+        self.size = index.layer_size(seeds)
+        stack, chunk = stack or STACK, chunk or CHUNK
+        block = block or block_ranks(self.size)
+        if stack < MIN_STACK or chunk % layer_state.BLOCK or block % chunk:
+            raise ValueError(f"a stack of at least {MIN_STACK}, chunks of whole blocks and blocks of whole chunks, "
+                             f"not {stack}, {chunk}, {block}")
         self.seeds, self.scratch, self.store, self.rows = seeds, scratch, store, rows
-        self.groups = [list(group) for group in groups]
+        self.groups = [[int(m) for m in group] for group in groups]
         self.load = load
-        self.stack_size, self.chunk, self.exit_slice = stack, chunk, exit_slice
+        self.stack_size, self.chunk, self.block = stack, chunk, block
         self.tell_threads = tell_threads
         self.settle_threads = settle_threads
-        self.size = index.layer_size(seeds)
-        self.state: tuple[str, int] | None = None  # the state file and its checksum
+        self.kill_after = kill_after
+        self.steps = 0
+        self.journal: dict[str, Any] | None = None
+        self.resumed = False  # whether resume() went on from a recorded journal
+        self.state_sum = 0  # the state file's checksum as it is now
+        self.expect: tuple[int, int] | None = None  # (block, checksum) the resumed pass must give that block
         self.histogram = np.zeros(2 * seeds + 1, dtype=np.int64)
         self.read = self.written = 0
-        self.serial = 0  # files made: each gets a new name
         self.stats: dict[str, Any] = {}
 
-    def _path(self, kind: str, suffix: str) -> str:
-        self.serial += 1
-        return os.path.join(self.scratch, f"awele-{self.seeds:02d}.lean-{kind}-{self.serial}.{suffix}")
+    # The journal --------------------------------------------------------------------
+
+    def _fresh(self) -> dict[str, Any]:
+        return {"seeds": self.seeds, "groups": self.groups, "block": self.block, "exits_done": -1, "stage": None,
+                "sum": 0, "pass": None, "counts": None, "exit_seconds": 0.0, "exit_lookups": 0}
+
+    def _blocks(self) -> int:
+        return max(1, -(-self.size // self.block))
+
+    def check_journal(self, journal: dict[str, Any]) -> None:
+        """ScratchError (why) unless `journal` is one this layer's build with
+        these groups and blocks can have written: every field of its type and
+        in its range, every file it names under the exact name the build
+        gives it."""
+        fresh = self._fresh()
+        check_keys(journal, set(fresh))
+        for key in ("seeds", "groups", "block"):
+            if not same(journal[key], fresh[key]):
+                raise ScratchError(f"it was made for another layout ({key})")
+        groups = len(self.groups)
+        done = check_int(journal["exits_done"], 0, groups - 1, "exits_done")
+        stage = journal["stage"]
+        if stage is not None:
+            check_int(stage, 0, self.seeds, "stage")
+            if done != groups - 1 or journal["counts"] is not None:
+                raise ScratchError("it records a stage before the exits are done, or beside the counts file")
+        else:
+            name, total = check_list(journal["counts"], 2, "counts")
+            check_name(name, re.escape(counts_name(self.seeds)), "the counts file")
+            check_int(total, 0, SUM_MAX, "the counts file's checksum")
+        check_int(journal["sum"], 0, SUM_MAX, "sum")
+        step = journal["pass"]
+        if step is not None:
+            check_list(step, 5, "pass")
+            check_int(step[0], 0, self._blocks() - 1, "the pass's block")
+            for value in step[1:]:
+                check_int(value, 0, SUM_MAX, "a checksum of the pass")
+            if stage == 0 or (stage is None and done == groups - 1):
+                raise ScratchError("it records a pass where none is left")
+        check_seconds(journal["exit_seconds"], "exit_seconds")
+        check_int(journal["exit_lookups"], 0, COUNT_MAX, "exit_lookups")
+
+    def _named(self, journal: dict[str, Any]) -> list[str]:
+        """The files a (checked) journal names."""
+        return [state_name(self.seeds)] + ([journal["counts"][0]] if journal["counts"] is not None else [])
+
+    def resume(self) -> dict[str, Any]:
+        """The journal to go on from: the recorded one when it passes its
+        checks (disk.recorded_journal), else a fresh one, the layer's files
+        removed in one line that says why; files it does not name (the
+        queue, what a killed step left) are removed. `resumed` says which."""
+        if self.journal is None:
+            journal = recorded_journal(self.scratch, journal_path(self.scratch, self.seeds), self.seeds,
+                                       self.check_journal, self._named, lambda: own_files(self.scratch, self.seeds))
+            self.resumed = journal is not None
+            self.journal = journal or self._fresh()
+        return self.journal
+
+    def start_over(self, why: str) -> None:
+        """Remove every file of this layer and forget its journal: the next
+        solve() starts from the exits, and says so (`why`) in one line."""
+        say(f"{why}: layer {self.seeds} starts over, its scratch files removed")
+        self.clear()
+        self.journal = None
+        self.resumed = False
+        self.expect = None
+
+    def scratch_bytes(self) -> int:
+        """Bytes this layer's files take in the scratch folder now."""
+        total = 0
+        for name in own_files(self.scratch, self.seeds):
+            with contextlib.suppress(FileNotFoundError):
+                total += os.lstat(os.path.join(self.scratch, name)).st_size
+        return total
 
     def clear(self) -> None:
-        """Remove every lean file of this layer (left by a killed run, or done with)."""
-        for name in own_files(self.scratch, self.seeds):
-            path = os.path.join(self.scratch, name)
-            if not os.path.islink(path):
-                os.remove(path)
+        """Remove every lean file of this layer (its table is written, or it starts over)."""
+        remove_layer_files(self.scratch, self.seeds)
+
+    def _commit(self) -> None:
+        assert self.journal is not None, "resume() first"
+        try:
+            tables.write_file_exclusively(journal_path(self.scratch, self.seeds), (encode_journal(self.journal),))
+        except OSError as error:
+            raise _disk_error(error, self.scratch, self.seeds) from None
+        self.steps += 1
+        if self.kill_after is not None and self.steps >= self.kill_after:
+            os.kill(os.getpid(), 9)  # fault injection for the tests: a kill right after a step
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.scratch, name)
+
+    def _open_state(self, write: bool) -> int:
+        path = self._path(state_name(self.seeds))
+        try:
+            descriptor = os.open(path, (os.O_RDWR if write else os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as error:
+            raise ScratchError(f"cannot read {path}: {error.strerror}") from None
+        if os.fstat(descriptor).st_size != self.size:
+            found = os.fstat(descriptor).st_size
+            os.close(descriptor)
+            raise ScratchError(f"{path} has {found} bytes, not {self.size}")
+        return descriptor
+
+    # The build ----------------------------------------------------------------------
 
     def solve(self, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
-        """The exits, then the stages; returns stats as LayerSolver.solve's."""
-        self.clear()
+        """The exits, then the stages, from the last step recorded (resume);
+        returns stats as LayerSolver.solve's, `resumed_at_stage` the stage a
+        resumed layer went on from (None: from its exits, or not resumed)."""
+        journal = self.resume()
         started = time.perf_counter()
-        counts_file, lookups = self._exits()
-        exit_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        for m in self.store.layers():
-            self.store.drop(m)
-        exit_seconds = time.perf_counter() - started
-        if progress:
-            progress("exits", 1.0)
-        tick = time.perf_counter()
         codes = np.zeros(((self.size + 1) // 2 + 7) // 8 * 8, dtype=np.uint8)  # whole words (settle_chunk)
-        reader = StreamReader(*counts_file)
-        reader.read_into(codes[: (self.size + 1) // 2])
-        reader.finish()
-        os.remove(counts_file[0])
-        self.read += codes.nbytes
-        stages = self._stages(codes, progress)
-        return {"positions": self.size, "seconds": time.perf_counter() - started, "exit_seconds": exit_seconds,
+        self.buffer = np.empty((min(self.block, max(self.size, 1)) + 7) // 8 * 8, dtype=np.int8)
+        seeds_found = np.empty(min(self.chunk, self.buffer.shape[0]), dtype=np.int64)
+        resumed_at = journal["stage"] if self.resumed else None
+        queue = RankQueue(self._path(queue_name(self.seeds)), self.scratch, self.seeds, segment=self.stack_size)
+        try:
+            if journal["stage"] is None:
+                if journal["exits_done"] >= 0:
+                    self._check_state(None)
+                self._exits()
+                for m in self.store.layers():
+                    self.store.drop(m)
+                self._load_counts(codes)
+                rebuilt = None
+            else:
+                rebuilt = self._rebuild(codes, seeds_found, queue)
+            exit_seconds = time.perf_counter() - started if resumed_at is None else 0.0
+            exit_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            if progress:
+                progress("exits", 1.0)
+            tick = time.perf_counter()
+            stages = self._stages(codes, seeds_found, queue, rebuilt, progress)
+        finally:
+            queue.close()
+        journal = self.resume()
+        return {"positions": self.size, "seconds": time.perf_counter() - started,
+                "exit_seconds": journal["exit_seconds"] if resumed_at is not None else exit_seconds,
                 "exit_passes": len(self.groups), "stage_seconds": time.perf_counter() - tick,
-                "working_bytes": codes.nbytes, "exit_lookups": lookups, "stages": stages,
+                "working_bytes": codes.nbytes, "exit_lookups": journal["exit_lookups"], "stages": stages,
                 "predecessors_told": self.stats["told"], "stage_accesses": self.stats["told"],
                 "disk_bytes_read": self.read, "disk_bytes_written": self.written,
                 "queue_peak_bytes": self.stats["queue_peak"], "queued_bytes": self.stats["queued"],
                 "pass_seconds": self.stats["pass_seconds"], "tell_seconds": self.stats["tell_seconds"],
-                "tell_rounds": self.stats["rounds"], "exit_peak_bytes": exit_peak}
+                "tell_rounds": self.stats["rounds"], "exit_peak_bytes": exit_peak, "resumed_at_stage": resumed_at}
 
-    def _exits(self) -> tuple[tuple[str, int, int], int]:
-        """The exit passes, a group of smaller layers and a slice of ranks at a
-        time: the state file (pending codes) and the counts file (the codes
-        before the first stage), as (path, size, crc)."""
-        seeds, size, store = self.seeds, self.size, self.store
-        lookups = 0
-        counts_file: tuple[str, int, int] | None = None
-        previous: tuple[str, int] | None = None
-        for number, group in enumerate(self.groups):
+    def _exits(self) -> None:
+        """The exit passes not yet recorded, a group of smaller layers at a
+        time: the first writes the state file (pending codes) and the counts
+        file (the codes before the first stage), each later one raises the
+        state file's pending codes in place, a block at a time (_rewrite:
+        raising twice gives what raising once does)."""
+        journal, seeds, size, store = self.journal, self.seeds, self.size, self.store
+        assert journal is not None, "resume() first"
+        for number in range(journal["exits_done"] + 1, len(self.groups)):
+            group = self.groups[number]
             for m in store.layers():
                 if m not in group:
                     store.drop(m)
@@ -692,47 +1013,197 @@ class LeanLayer:
                     self.load(m)
             use = np.zeros(index.MAX_SEEDS + 1, dtype=np.bool_)
             use[group] = True
-            first = number == 0
-            writer = StreamWriter(self._path("state", "state"), self.scratch, seeds)
-            counts_writer = StreamWriter(self._path("counts", "counts"), self.scratch, seeds) if first else None
-            reader = StreamReader(previous[0], size, previous[1]) if previous else None
-            try:
-                for lo in range(0, size, self.exit_slice):
-                    count = min(self.exit_slice, size - lo)
-                    values = np.zeros(count, dtype=np.int8)
-                    counts = np.zeros((count + 1) // 2, dtype=np.uint8)
-                    if reader is not None:
-                        reader.read_into(values)
-                    with layer_state.thread_count(1 if count < layer_state.SERIAL_SIZE else None):
-                        lookups += int(exits.exit_pass(seeds, count, values, counts, store.flat, store.starts,
-                                                            use, first, self.rows, False, lo))
-                    writer.write(values)
-                    if counts_writer is not None:
+            tick = time.perf_counter()
+            lookups = [0]
+            if number == 0:
+                writer = StreamWriter(self._path(state_name(seeds)), self.scratch, seeds)
+                counts_writer = StreamWriter(self._path(counts_name(seeds)), self.scratch, seeds)
+                try:
+                    for lo in range(0, size, self.block):
+                        values = np.zeros(min(self.block, size - lo), dtype=np.int8)
+                        counts = np.zeros((values.shape[0] + 1) // 2, dtype=np.uint8)
+                        self._raise_exits(use, lookups, True, counts, lo, values)
+                        writer.write(values)
                         counts_writer.write(counts)
-                if reader is not None:
-                    reader.finish()
-                crc = writer.close()
-                if counts_writer is not None:
-                    counts_file = (counts_writer.path, counts_writer.bytes, counts_writer.close())
-            except BaseException:
-                writer.abandon()
-                if counts_writer is not None:
+                    self.state_sum = writer.close(sync=True)
+                    counts_sum = counts_writer.close(sync=True)
+                except BaseException:
+                    writer.abandon()
                     counts_writer.abandon()
-                raise
-            finally:
-                if reader is not None:
-                    reader.close()
-            self.written += writer.bytes + (counts_writer.bytes if counts_writer is not None else 0)
-            if previous:
-                self.read += size
-                os.remove(previous[0])
-            previous = (writer.path, crc)
-        assert previous is not None and counts_file is not None, "one exit pass at least"
-        self.state = previous
-        return counts_file, lookups
+                    raise
+                self.written += writer.bytes + counts_writer.bytes
+                journal.update(counts=[counts_name(seeds), counts_sum])
+            else:
+                self._rewrite(functools.partial(self._raise_exits, use, lookups, False, np.zeros(1, dtype=np.uint8)),
+                              None)
+            journal.update(exits_done=number, sum=self.state_sum, exit_seconds=journal["exit_seconds"] + (
+                time.perf_counter() - tick), exit_lookups=journal["exit_lookups"] + lookups[0])
+            self._commit()
 
-    def _stages(self, codes: np.ndarray, progress: Callable[[str, float], None] | None) -> list[tuple[int, int, int]]:
-        """Stages seeds..1, each a pass over the state file then its
+    def _raise_exits(self, use: np.ndarray, lookups: list[int], first: bool, counts: np.ndarray, lo: int,
+                     piece: np.ndarray) -> None:
+        """The exit pass of the smaller layers in `use` over ranks lo.. (their
+        bytes `piece`; the first pass writes their counts), lookups[0] counting."""
+        with layer_state.thread_count(1 if piece.shape[0] < layer_state.SERIAL_SIZE else None):
+            lookups[0] += int(exits.exit_pass(self.seeds, piece.shape[0], piece, counts, self.store.flat,
+                                              self.store.starts, use, first, self.rows, False, lo))
+
+    def _load_counts(self, codes: np.ndarray) -> None:
+        """The counts file read (checked) as the codes before the first stage;
+        the stages are recorded as begun, and the file removed."""
+        journal = self.journal
+        assert journal is not None and journal["counts"] is not None, "the exits first"
+        name, total = journal["counts"]
+        reader = StreamReader(self._path(name), (self.size + 1) // 2, total)
+        try:
+            reader.read_into(codes[: (self.size + 1) // 2])
+            reader.finish()
+        finally:
+            reader.close()
+        self.read += (self.size + 1) // 2
+        journal.update(stage=self.seeds, counts=None)
+        self._commit()
+        os.remove(self._path(name))
+
+    def _rewrite(self, work: Callable[[int, np.ndarray], None], stage: int | None) -> None:
+        """One pass over the state file, rewritten in place a block at a time:
+        work(lo, piece) changes the block's bytes (ranks lo..) in memory;
+        before a changed block is written back, the step is recorded (the
+        journal's `pass`: the block, the checksums of the blocks before it as
+        written, of those after it as they were, and of the block before and
+        after), so that a kill at any moment leaves a file the journal
+        describes. `stage`: the stage in progress whose pass this is (None:
+        an exit pass). A block the resumed journal had in flight must come
+        out as recorded (`expect`); the caller records the pass as done. The
+        blocks are not synced: a kill -9 leaves them in the page cache, and
+        what a power cut loses is found by the checksums (the layer then
+        starts over), where a sync a pass would write out each small layer's
+        file, otherwise kept in the page cache, once a stage."""
+        journal = self.journal
+        assert journal is not None, "resume() first"
+        path = self._path(state_name(self.seeds))
+        descriptor = self._open_state(write=True)
+        total_old, before_old, done = self.state_sum, 0, 0
+        expect, self.expect = self.expect, None
+        try:
+            for number, lo in enumerate(range(0, self.size, self.block)):
+                piece = self.buffer[: min(self.block, self.size - lo)]
+                _pread(descriptor, piece, lo, path)
+                old = int(checksum(piece, lo))
+                work(lo, piece)
+                new = int(checksum(piece, lo))
+                before_old = (before_old + old) & MASK
+                if expect is not None and expect[0] == number and new != expect[1]:
+                    raise ScratchError(f"{path} is not what its journal says (block {number}): damaged")
+                if new != old:
+                    journal.update(stage=stage, **{"pass": [number, done, (total_old - before_old) & MASK, old, new]})
+                    self._commit()
+                    view = memoryview(piece.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
+                    written = 0
+                    try:
+                        while written < len(view):
+                            written += os.pwrite(descriptor, view[written:], lo + written)
+                    except OSError as error:
+                        raise _disk_error(error, self.scratch, self.seeds) from None
+                    self.written += len(view)
+                done = (done + new) & MASK
+        finally:
+            os.close(descriptor)
+        self.read += self.size
+        self.state_sum = done
+        journal.update(sum=done, **{"pass": None})
+
+    def _check_state(self, marks: np.ndarray | None) -> None:
+        """Read the state file (a resumed layer's) and check it against the
+        journal: its checksum, or, with a pass in flight, those of the blocks
+        before and after the block in flight (which the pass must then turn
+        into what was recorded: `expect`). With `marks` (the codes), the
+        first sweep of rebuild_codes is made as it is read; at stage 0 the
+        values are counted."""
+        journal = self.journal
+        assert journal is not None, "resume() first"
+        path = self._path(state_name(self.seeds))
+        step = journal["pass"]
+        descriptor = self._open_state(write=False)
+        if journal["stage"] == 0:
+            self.histogram[:] = 0
+        total = before = after = 0
+        found_bytes = np.zeros(256, dtype=np.int64)
+        try:
+            for number, lo in enumerate(range(0, self.size, self.block)):
+                piece = self.buffer[: min(self.block, self.size - lo)]
+                _pread(descriptor, piece, lo, path)
+                found = int(checksum(piece, lo))
+                total = (total + found) & MASK
+                if step is not None and number < step[0]:
+                    before = (before + found) & MASK
+                if step is not None and number > step[0]:
+                    after = (after + found) & MASK
+                found_bytes += byte_histogram(piece)
+                if marks is not None:
+                    rebuild_mark(lo, piece.shape[0], piece, marks)
+                if journal["stage"] == 0:
+                    value_counts(piece, self.seeds, self.histogram)
+        finally:
+            os.close(descriptor)
+        self.read += self.size
+        if step is None and total != journal["sum"]:
+            raise ScratchError(f"{path} does not match its checksum: damaged")
+        if step is not None and (before != step[1] or after != step[2]):
+            raise ScratchError(f"{path} does not match its journal: damaged")
+        stage = journal["stage"]
+        if stage is not None and not stage_fits(found_bytes, stage, step is not None):
+            raise ScratchError(f"{path} is not the state file of stage {stage}, as its journal says: damaged")
+        self.state_sum = total
+        self.expect = (step[0], step[4]) if step is not None else None
+
+    def _rebuild(self, codes: np.ndarray, seeds_found: np.ndarray, queue: RankQueue) -> int:
+        """The codes of a resumed layer at the stage in progress, rebuilt from
+        the state file (checked: _check_state), and that stage's seeds queued,
+        what is resolved in the file standing for what was told of before the
+        kill; returns the seeds (nothing at stage 0: the values are all in
+        the file).
+
+        What the file holds resolved is EARLIER, and a pending position's
+        code is counted again from its in-layer children: those won in the
+        file are refuted, one lost there makes it won; its exit bit is its
+        exit <= -stage. Its seeds are what the stage's pass and propagation
+        would resolve from there: E = +stage or a lost child (won), no
+        unrefuted child with the exit bit (lost). The stage's results that a
+        pass killed half way wrote into the file are so taken as told of;
+        the rest follows by telling of the seeds, and the values are those
+        of a run never killed (the stages' rule has one fixed point)."""
+        journal = self.journal
+        assert journal is not None, "resume() first"
+        stage = journal["stage"]
+        self._check_state(codes if stage > 0 else None)
+        if stage == 0:
+            return 0
+        path = self._path(state_name(self.seeds))
+        descriptor = self._open_state(write=False)
+        total = 0
+        try:
+            for sweep in (1, 2):
+                for lo in range(0, self.size, self.block):
+                    piece = self.buffer[: min(self.block, self.size - lo)]
+                    _pread(descriptor, piece, lo, path)
+                    if sweep == 1:
+                        rebuild_counts(self.seeds, stage, lo, piece.shape[0], piece, codes, self.rows)
+                        continue
+                    for start in range(0, piece.shape[0], self.chunk):
+                        part = piece[start : start + self.chunk]
+                        found = rebuild_seeds(lo + start, part.shape[0], part, codes, seeds_found)
+                        queue.push(seeds_found[:found])
+                        total += found
+        finally:
+            os.close(descriptor)
+        self.read += 2 * self.size
+        return total
+
+    def _stages(self, codes: np.ndarray, seeds_found: np.ndarray, queue: RankQueue, rebuilt: int | None,
+                progress: Callable[[str, float], None] | None) -> list[tuple[int, int, int]]:
+        """Stages from the one recorded in progress down to 1, each a pass over
+        the state file (its seeds: rebuilt ones for a resumed stage) then its
         propagation, and the last pass (stage 0) that settles the values.
         Returns (stage, seeds, predecessors told) a stage.
 
@@ -740,6 +1211,8 @@ class LeanLayer:
         file; they are told of SEED_BATCH at a time (tell_ranks), each of
         `tell_threads` taking them as it becomes free, updating the codes
         with a compare-and-swap of their byte when there are several."""
+        journal = self.journal
+        assert journal is not None, "resume() first"
         seeds = self.seeds
         threads = self.tell_threads
         capacity = max(MIN_STACK, self.stack_size // threads)
@@ -756,17 +1229,17 @@ class LeanLayer:
         tallies = np.zeros((threads, stages.TALLY_STRIDE), dtype=np.int64)
         depths = np.zeros(threads, dtype=np.int64)
         counter = np.zeros(1, dtype=np.int64)
-        state = np.empty((min(self.chunk, max(self.size, 1)) + 7) // 8 * 8, dtype=np.int8)
-        seeds_found = np.empty(state.shape[0], dtype=np.int64)
-        queue = RankQueue(self._path("queue", "queue"), self.scratch, seeds, segment=self.stack_size)
         reports = []
         pass_seconds = tell_seconds = 0.0
         rounds = 0
         try:
-            for stage in range(seeds, -1, -1):
+            for stage in range(journal["stage"], -1, -1):
                 before = int(tallies[:, 0].sum())
                 tick = time.perf_counter()
-                seeded = self._pass(stage, codes, state, seeds_found, queue)
+                if rebuilt is not None:
+                    seeded, rebuilt = rebuilt, None  # the resumed stage: its seeds are queued
+                else:
+                    seeded = self._pass(stage, codes, seeds_found, queue)
                 pass_seconds += time.perf_counter() - tick
                 if stage == 0:
                     break
@@ -795,50 +1268,42 @@ class LeanLayer:
         finally:
             self.stats = {"told": int(tallies[:, 0].sum()), "queue_peak": queue.peak, "queued": queue.written,
                           "pass_seconds": pass_seconds, "tell_seconds": tell_seconds, "rounds": rounds}
-            queue.close()
         return reports
 
-    def _pass(self, stage: int, codes: np.ndarray, state: np.ndarray, seeds_found: np.ndarray,
-              queue: RankQueue) -> int:
-        """One sequential pass over the state file at the start of `stage`
-        (settle_chunk) into a new one; the seeds found go to the queue (the
-        last pass, stage 0, counts the values instead). Returns the seeds."""
-        assert self.state is not None, "exits first"
-        size, seeds = self.size, self.seeds
-        path, crc = self.state
-        reader = StreamReader(path, size, crc)
-        writer = StreamWriter(self._path("state", "state"), self.scratch, seeds)
-        total = 0
-        try:
-            for lo in range(0, size, self.chunk):
-                piece = state[: min(self.chunk, size - lo)]
-                reader.read_into(piece)
+    def _pass(self, stage: int, codes: np.ndarray, seeds_found: np.ndarray, queue: RankQueue) -> int:
+        """The pass over the state file at the start of `stage` (settle_chunk),
+        in place (_rewrite): stage + 1's results written, the seeds found
+        queued (the last pass, stage 0, counts the values instead), then the
+        stage recorded as begun. Returns the seeds."""
+        journal = self.journal
+        assert journal is not None, "resume() first"
+        seeds, first = self.seeds, stage == self.seeds
+        total = [0]
+        if stage == 0:
+            self.histogram[:] = 0
+
+        def settle(lo: int, piece: np.ndarray) -> None:
+            for start in range(0, piece.shape[0], self.chunk):
+                count = min(self.chunk, piece.shape[0] - start)
+                part = self.buffer[start : start + (count + 7) // 8 * 8]  # whole words (settle_chunk)
                 with layer_state.thread_count(self.settle_threads):
-                    found = settle_chunk(stage, stage == seeds, lo, piece.shape[0], state, codes, seeds_found)
+                    found = settle_chunk(stage, first, lo + start, count, part, codes, seeds_found)
                 if found:
                     queue.push(seeds_found[:found])
-                    total += found
+                    total[0] += found
                 if stage == 0:
-                    value_counts(piece, seeds, self.histogram)
-                writer.write(piece)
-            reader.finish()
-            new_crc = writer.close()
-        except BaseException:
-            writer.abandon()
-            raise
-        finally:
-            reader.close()
-        self.read += size
-        self.written += size
-        os.remove(path)
-        self.state = (writer.path, new_crc)
-        return total
+                    value_counts(part[:count], seeds, self.histogram)
+
+        self._rewrite(settle, stage + 1)
+        if journal["stage"] != stage:
+            journal["stage"] = stage
+            self._commit()
+        return total[0]
 
     def values(self) -> tuple[Any, np.ndarray]:
-        """The layer's values for tables.write_table (read from the last
-        state file a window at a time) and their histogram."""
-        assert self.state is not None, "solved first"
-        return _StateValues(self.state[0], self.size, self.state[1]), self.histogram
+        """The layer's values for tables.write_table (read from the state file
+        a window at a time) and their histogram."""
+        return _StateValues(self._path(state_name(self.seeds)), self.size, self.state_sum), self.histogram
 
 
 class _StateValues:
@@ -859,20 +1324,15 @@ class _StateValues:
         try:
             descriptor = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as error:
-            raise BuildError(f"cannot read {self.path}: {error.strerror}") from None
+            raise ScratchError(f"cannot read {self.path}: {error.strerror}") from None
         try:
+            _pread(descriptor, out, start, self.path)
             view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
-            done = 0
-            while done < len(view):
-                got = os.preadv(descriptor, [view[done:]], start + done)
-                if got == 0:
-                    raise BuildError(f"{self.path} ended early")
-                done += got
         finally:
             os.close(descriptor)
         if start == self.next and stop > start and start % 8 == 0:
             self.found = (self.found + _sum(view, start)) & 0xFFFFFFFFFFFFFFFF
             self.next = stop
             if stop == self.shape[0] and self.found != self.crc:
-                raise BuildError(f"{self.path} does not match its checksum: damaged")
+                raise ScratchError(f"{self.path} does not match its checksum: damaged")
         return out

@@ -44,8 +44,11 @@ STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chu
 # The lean stages (solver.lean, docs/DISK.md):
 LEAN_BASE_BYTES = 256 << 20  # the process in the lean stages (numba, its threads, row tables, the writer): a build
 # to 8 seeds peaks at 188 MB once its kernels are cached, and BASE_BYTES (512 MiB) would refuse a 500 MiB budget
-LEAN_QUEUE_BYTES = 1.0  # bytes a position the lean stages' queue file may reach, planned high (layer 12, stack of
-# 1,000: 0.51)
+LEAN_QUEUE_BYTES = 0.6  # bytes a position the lean stages' queue file may reach, planned high: its peak was 0.40 to
+# 0.49 on layers 13..22 and 0.41 on layer 24 (docs/PERFORMANCE.md "Lean stages"), more only on layers of under a million
+# positions (0.75 on layer 8), which QUEUE_FLOOR covers
+QUEUE_FLOOR = 64 << 20  # bytes the queue is planned at, at least
+JOURNAL_ROOM = 1 << 20  # the lean stages' journal and its temporary copy
 LEAN_SLOWDOWN = 2.2  # lean over in-memory seconds on the same layer (layer 24 under 500M, alternated: 2.21 and
 # 2.18, docs/PERFORMANCE.md "Lean stages"; its scratch traffic in the page cache)
 # Sliced stages, measured on layer 16 in 2 and 4 slices (docs/DISK.md): a chain of won and lost positions
@@ -144,7 +147,8 @@ def lean_least_bytes(seeds: int) -> int:
     """The least budget the lean stages build layer `seeds` in (lean_plan)."""
     largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
     size = index.layer_size(seeds)
-    return LEAN_BASE_BYTES + max((size + 1) // 2 + lean.STAGE_BUFFERS, largest + lean.EXIT_BUFFERS)
+    return LEAN_BASE_BYTES + max((size + 1) // 2 + lean.stage_buffer_bytes(size),
+                                 largest + lean.exit_buffer_bytes(size))
 
 
 def lean_plan(seeds: int, budget: int) -> dict | None:
@@ -152,19 +156,21 @@ def lean_plan(seeds: int, budget: int) -> dict | None:
     None when they cannot build it: the stages hold half a byte a position
     and their buffers, the exits a slice beside a group of smaller layers.
     Returns groups (smaller layers by exit pass), memory_bytes (the peak of
-    either phase), scratch_bytes (two state files, the counts file and the
-    queue, planned high) and traffic_bytes (scratch read and written)."""
+    either phase), scratch_bytes (the state file, rewritten in place, beside
+    the counts file in the exits and the queue in the stages, planned from
+    measurement: LEAN_QUEUE_BYTES) and traffic_bytes (scratch read and
+    written)."""
     size = index.layer_size(seeds)
-    stages = LEAN_BASE_BYTES + (size + 1) // 2 + lean.STAGE_BUFFERS
-    room = budget - LEAN_BASE_BYTES - lean.EXIT_BUFFERS
+    stages = LEAN_BASE_BYTES + (size + 1) // 2 + lean.stage_buffer_bytes(size)
+    room = budget - LEAN_BASE_BYTES - lean.exit_buffer_bytes(size)
     largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
     if stages > budget or largest > room:
         return None
     groups = first_fit(layer_state.exit_layers(seeds), room)
     group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
     return {"groups": groups,
-            "memory_bytes": max(stages, LEAN_BASE_BYTES + lean.EXIT_BUFFERS + group_bytes),
-            "scratch_bytes": 2 * size + (size + 1) // 2 + int(size * LEAN_QUEUE_BYTES),
+            "memory_bytes": max(stages, LEAN_BASE_BYTES + lean.exit_buffer_bytes(size) + group_bytes),
+            "scratch_bytes": size + max((size + 1) // 2, int(size * LEAN_QUEUE_BYTES) + QUEUE_FLOOR) + JOURNAL_ROOM,
             "traffic_bytes": size * (2 * len(groups) + 1 + 2 * (seeds + 1))}
 
 

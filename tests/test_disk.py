@@ -298,7 +298,9 @@ def test_the_plan_shows_each_layers_mode_memory_scratch_and_time():
         assert row["peak_bytes"] >= plan.BASE_BYTES + plan.working_bytes(seeds)
     for seeds in (37, 38, 39):  # the lean stages: half a byte a position (test_lean.py)
         assert rows[seeds]["mode"] == "lean" and rows[seeds]["peak_bytes"] <= 22 << 30
-        assert rows[seeds]["scratch_bytes"] > 2 * rows[seeds]["positions"]
+        # one state file, rewritten in place, beside the larger of the counts file and the queue (docs/DISK.md)
+        assert rows[seeds]["positions"] * 1.5 <= rows[seeds]["scratch_bytes"] <= rows[seeds]["positions"] * 1.7
+    assert rows[37]["scratch_bytes"] < 30e9 and rows[38]["scratch_bytes"] < 40e9  # within this machine's disk
     assert rows[40]["mode"] == "too big"  # layer 38 alone does not fit in 22 GiB
     assert rows[40]["disk_least_bytes"] > index.layer_size(38) + plan.BASE_BYTES
     assert result["largest_layer"] == 39 and result["largest_in_memory"] == 34

@@ -4,16 +4,18 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import build, index, layer_state, lean, plan, retrograde, tables
-from solver.errors import BuildError
+from solver import build, disk, index, layer_state, lean, plan, retrograde, tables
+from solver.errors import BuildError, ScratchError
 from solver.layers import LayerStore
 
 HASHES = {int(seeds): digest for seeds, digest in json.load(
@@ -46,6 +48,12 @@ def _lean(seeds, reference, scratch, groups, **sizes):
     return values, histogram, stats
 
 
+def _block(seeds, chunk, parts):
+    """Blocks of whole chunks, about `parts` a few times over the layer (a pass records a step a block)."""
+    share = -(-index.layer_size(seeds) // (4 * parts))
+    return max(chunk, -(-share // chunk) * chunk)
+
+
 def _groups(seeds, kind):
     layers = layer_state.exit_layers(seeds)
     if kind == "one":
@@ -60,8 +68,9 @@ def test_the_lean_stages_give_every_layer_the_in_memory_values(reference, tmp_pa
     # The smallest stack spills to the queue file at once; chunks and exit slices of a block or a few make
     # every layer past 2 cross their edges; the exit groups vary with the layer.
     kind = ("one", "each", "two")[seeds % 3]
+    chunk = layer_state.BLOCK * (1 + seeds % 3)
     values, histogram, stats = _lean(seeds, reference, tmp_path, _groups(seeds, kind), stack=lean.MIN_STACK,
-                                     chunk=layer_state.BLOCK * (1 + seeds % 3), exit_slice=layer_state.BLOCK * 4)
+                                     chunk=chunk, block=_block(seeds, chunk, 1 + seeds % 2))
     assert np.array_equal(values, reference.layer(seeds))
     assert _digest(values) == HASHES[seeds]
     assert np.array_equal(histogram, tables.histogram(reference.layer(seeds), seeds))
@@ -219,25 +228,204 @@ def test_a_damaged_state_file_is_refused(tmp_path):
         lean.StreamWriter(path, str(tmp_path), 5)  # never over an existing file
 
 
-@pytest.mark.parametrize("stage", [13, 6, 1])
-def test_a_lean_layer_killed_in_its_stages_is_built_again_whole(tmp_path, stage):
+# Killed at any moment, resumed ------------------------------------------------------
+
+RESUMED = 13  # the layer killed and resumed: exits in 11 passes (one smaller layer each), several blocks a pass
+CHUNK = layer_state.BLOCK * 2
+CHILD = """
+import sys, time
+from solver import index, lean, layer_state, retrograde
+from solver.layers import LayerStore
+seeds, scratch, block, kill = {seeds}, {scratch!r}, {block}, {kill}
+reference = retrograde.solve_up_to(seeds - 1, threads=1)
+store = LayerStore(seeds)
+layer = lean.LeanLayer(seeds, scratch, store, index.RowTables(seeds).arrays, {groups!r},
+                       lambda m: store.put(m, reference.layer(m)), stack=lean.MIN_STACK, chunk={chunk}, block=block,
+                       kill_after=kill)
+print("go", flush=True)
+started = time.perf_counter()
+with layer_state.thread_count(2):
+    layer.solve()
+print("done", time.perf_counter() - started, layer.steps, flush=True)
+"""
+
+
+def _child(scratch, kill=None):
+    """A process solving layer RESUMED in the lean stages in `scratch` (killed after `kill` steps, if given)."""
+    code = CHILD.format(seeds=RESUMED, scratch=str(scratch), block=_block(RESUMED, CHUNK, 2), kill=kill,
+                        groups=_groups(RESUMED, "each"), chunk=CHUNK)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _resumed(reference, scratch):
+    """Layer RESUMED solved from what `scratch` holds: (values, whether it resumed, stats); its files then removed."""
+    store = LayerStore(RESUMED)
+    layer = lean.LeanLayer(RESUMED, str(scratch), store, index.RowTables(RESUMED).arrays, _groups(RESUMED, "each"),
+                           lambda m: store.put(m, reference.layer(m)), stack=lean.MIN_STACK, chunk=CHUNK,
+                           block=_block(RESUMED, CHUNK, 2))
+    with layer_state.thread_count(2):
+        stats = layer.solve()
+    values = layer.values()[0][0 : index.layer_size(RESUMED)]
+    resumed = layer.resumed
+    layer.clear()
+    assert lean.own_files(str(scratch), RESUMED) == []
+    return values, resumed, stats
+
+
+@pytest.fixture(scope="module")
+def unkilled(tmp_path_factory):
+    """(seconds, steps) of a run of layer RESUMED never killed."""
+    child = _child(tmp_path_factory.mktemp("unkilled"))
+    out, err = child.communicate(timeout=600)
+    assert child.returncode == 0, err
+    _, seconds, steps = out.split()[-3:]
+    return float(seconds), int(steps)
+
+
+def test_a_lean_layer_killed_after_any_step_resumes_with_the_same_values(reference, tmp_path, unkilled):
+    _, steps = unkilled
+    assert steps > 40  # exits in place, stages begun, blocks in flight: many kinds of step
+    rng = np.random.default_rng(50)
+    for kill in sorted({1, 11, 12, steps - 1, *rng.integers(2, steps, 4).tolist()}):
+        scratch = tmp_path / f"kill-{kill}"
+        scratch.mkdir()
+        child = _child(scratch, kill)
+        _, err = child.communicate(timeout=600)
+        assert child.returncode == -9, err
+        values, resumed, _ = _resumed(reference, scratch)
+        assert resumed, f"killed after step {kill}"
+        assert _digest(values) == HASHES[RESUMED], f"killed after step {kill}"
+
+
+def test_a_lean_layer_killed_at_random_moments_resumes_with_the_same_values(reference, tmp_path, unkilled):
+    seconds, _ = unkilled
+    rng = np.random.default_rng(5050)
+    for attempt in range(4):
+        scratch = tmp_path / f"moment-{attempt}"
+        scratch.mkdir()
+        child = _child(scratch)
+        assert child.stdout.readline().strip() == "go"
+        time.sleep(rng.uniform(0, seconds))
+        child.kill()
+        child.communicate(timeout=600)
+        values, _, _ = _resumed(reference, scratch)
+        assert _digest(values) == HASHES[RESUMED], f"attempt {attempt}"
+
+
+@pytest.fixture(scope="module")
+def killed_scratch(tmp_path_factory, unkilled):
+    """A scratch folder as a kill in the middle of the stages left it (a block in flight)."""
+    scratch = tmp_path_factory.mktemp("killed")
+    child = _child(scratch, unkilled[1] * 2 // 3)
+    _, err = child.communicate(timeout=600)
+    assert child.returncode == -9, err
+    journal = disk.read_journal(lean.journal_path(str(scratch), RESUMED))
+    assert journal["stage"] is not None and 0 < journal["stage"] < RESUMED, journal
+    return scratch
+
+
+def _edited(source, target, edit):
+    shutil.copytree(source, target)
+    path = lean.journal_path(str(target), RESUMED)
+    body = disk.read_journal(path)
+    edit(body)
+    with open(path, "wb") as handle:
+        handle.write(disk.encode_journal(body))  # its CRC-32 made right again
+
+
+EDITS = {
+    "stage 500": (lambda body: body.update(stage=500), "stage is 500"),
+    "stage as text": (lambda body: body.update(stage="9"), "stage is"),
+    "stage a float": (lambda body: body.update(stage=9.0), "stage is"),
+    "stage true": (lambda body: body.update(stage=True), "stage is"),
+    "a counts file ../awele-12.h5": (lambda body: body.update(counts=["../awele-12.h5", 0], stage=None),
+                                     "not a name this layer's files have"),
+    "a counts file beside a stage": (lambda body: body.update(counts=[lean.counts_name(RESUMED), 0]),
+                                     "beside the counts file"),
+    "a block out of range": (lambda body: body.update(**{"pass": [10**6, 0, 0, 0, 0]}), "the pass's block"),
+    "a checksum below 0": (lambda body: body.update(sum=-1), "sum is -1"),
+    "an unknown field": (lambda body: body.update(extra=1), "unknown field 'extra'"),
+    "a field missing": (lambda body: body.pop("exits_done"), "lacks 'exits_done'"),
+    "other groups": (lambda body: body.update(groups=[[0]]), "another layout"),
+    "other blocks": (lambda body: body.update(block=body["block"] * 2), "another layout"),
+    "the stage lowered": (lambda body: body.update(stage=body["stage"] - 1, **{"pass": None}), "damaged"),
+    "the checksum changed": (lambda body: body.update(sum=(body["sum"] + 1) % 2**64, **{"pass": None}), "damaged"),
+}
+
+
+@pytest.mark.parametrize("name", EDITS)
+def test_an_edited_lean_journal_starts_the_layer_over_in_one_line(reference, tmp_path, killed_scratch, capsys, name):
+    edit, why = EDITS[name]
+    scratch = tmp_path / "scratch"
+    _edited(killed_scratch, scratch, edit)
+    store = LayerStore(RESUMED)
+    layer = lean.LeanLayer(RESUMED, str(scratch), store, index.RowTables(RESUMED).arrays, _groups(RESUMED, "each"),
+                           lambda m: store.put(m, reference.layer(m)), stack=lean.MIN_STACK, chunk=CHUNK,
+                           block=_block(RESUMED, CHUNK, 2))
+    try:
+        layer.resume()
+        said = capsys.readouterr().err
+        if layer.resumed:  # the schema holds: what the journal says is checked against the state file
+            assert "damaged" in why
+            with pytest.raises(ScratchError, match="damaged"):
+                layer.solve()
+            return
+        assert said.count("\n") == 1 and why in said and "starts over" in said, said
+        assert lean.own_files(str(scratch), RESUMED) == []
+        with layer_state.thread_count(2):
+            layer.solve()
+        assert _digest(layer.values()[0][0 : index.layer_size(RESUMED)]) == HASHES[RESUMED]
+    finally:
+        layer.clear()
+
+
+def test_a_link_planted_for_the_state_file_is_removed_not_followed(reference, tmp_path, killed_scratch, capsys):
+    scratch = tmp_path / "scratch"
+    shutil.copytree(killed_scratch, scratch)
+    target = tmp_path / "precious"
+    target.write_bytes(b"keep me")
+    os.remove(scratch / lean.state_name(RESUMED))
+    os.symlink(target, scratch / lean.state_name(RESUMED))
+    values, resumed, _ = _resumed(reference, scratch)
+    assert not resumed and "is not a regular file" in capsys.readouterr().err
+    assert target.read_bytes() == b"keep me" and _digest(values) == HASHES[RESUMED]
+
+
+def _build_killed(directory, seeds, steps):
+    """A build of layers ..seeds under 400M (every layer lean), killed after `steps` steps of layer `seeds`."""
+    code = f"from solver import build\nbuild.build({seeds}, {directory!r}, threads=1, memory={400 << 20})\n"
+    killed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, lean.KILL_VARIABLE: f"{seeds}:{steps}"})
+    assert killed.returncode == -9, killed.stderr
+
+
+def test_a_lean_build_killed_in_its_stages_resumes_there(tmp_path):
     directory = str(tmp_path / "db")
     build.build(12, directory, memory=400 << 20)
-    # A kill -9 as the pass at the start of `stage` of layer 13 begins: its scratch files are left behind.
-    code = ("import os\nfrom solver import build, lean\n"
-            "passing = lean.LeanLayer._pass\n"
-            "def killing(self, stage, *args):\n"
-            f"    if self.seeds == 13 and stage == {stage}:\n"
-            "        os.kill(os.getpid(), 9)\n"
-            "    return passing(self, stage, *args)\n"
-            "lean.LeanLayer._pass = killing\n"
-            f"build.build(13, {directory!r}, threads=1, memory={400 << 20})\n")
-    killed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert killed.returncode == -9, killed.stderr
+    _build_killed(directory, 13, 4)  # the exits (1), the stages begun (2), a stage or two
     scratch = os.path.join(directory, build.SCRATCH_NAME)
-    assert lean.own_files(scratch, 13) and not os.path.exists(tables.table_path(directory, 13))
+    journal = disk.read_journal(lean.journal_path(scratch, 13))
+    assert journal["stage"] is not None and not os.path.exists(tables.table_path(directory, 13))
     rows = []
     build.build(13, directory, memory=400 << 20, report=rows.append)
-    assert rows[-1]["mode"] == "lean" and rows[-1]["built"]
+    assert rows[-1]["mode"] == "lean" and rows[-1]["resumed_at_stage"] == journal["stage"]
     assert _digest(tables.load_values(directory, 13)) == HASHES[13]
     assert not os.path.exists(scratch)
+
+
+def test_a_damaged_state_file_of_a_killed_build_starts_the_layer_over(tmp_path, capsys):
+    directory = str(tmp_path / "db")
+    build.build(12, directory, memory=400 << 20)
+    _build_killed(directory, 13, 5)
+    path = os.path.join(directory, build.SCRATCH_NAME, lean.state_name(13))
+    with open(path, "r+b") as handle:
+        handle.seek(os.path.getsize(path) // 2)
+        byte = handle.read(1)
+        handle.seek(-1, os.SEEK_CUR)
+        handle.write(bytes([byte[0] ^ 0x40]))
+    capsys.readouterr()
+    rows = []
+    build.build(13, directory, memory=400 << 20, report=rows.append)
+    said = capsys.readouterr().err
+    assert "damaged" in said and "layer 13 starts over" in said, said
+    assert _digest(tables.load_values(directory, 13)) == HASHES[13]
