@@ -67,7 +67,7 @@ def time_to_solution(path, directory, args):
     summary = summarise(attempts)
     whole = summary["all"]
     print(f"suite {os.path.basename(path)}: {whole['solved']}/{whole['positions']} solved at {args.movetime:g} s, "
-          f"median time to solution {whole['median_seconds']} s")
+          f"median time to solution {whole['median_seconds'] or 0:.4f} s")
     return {"file": os.path.basename(path), "movetime": args.movetime, "summary": summary}
 
 
