@@ -83,6 +83,13 @@ class PlyAnalysis:
     (endless play scored 0; each MoveValue's rule says which); exact: every
     value of the ply is proven under the rule it states; moves: every legal
     move's MoveValue, in sowing order.
+
+    distance: the played move's distance to conversion (plies to the next
+    capture or end, solver.distance; None where its value is 0, it was
+    searched or the tables hold no distances); time_given: where the move
+    kept the value, the plies it gave up against the best of the moves that
+    keep it: the side ahead converting slower than it could, the side behind
+    giving in sooner than it had to (0: none given up; None: no distances).
     """
 
     ply: int
@@ -103,6 +110,8 @@ class PlyAnalysis:
     source: str
     cycles: str
     moves: list[MoveValue] = field(default_factory=list)
+    distance: int | None = None
+    time_given: int | None = None
 
     @property
     def symbol(self) -> str:
@@ -137,6 +146,8 @@ class PlyAnalysis:
             "source": self.source,
             "cycles": self.cycles,
             "moves": [m.as_dict() for m in self.moves],
+            "distance": self.distance,
+            "time_given": self.time_given,
         }
 
 
@@ -306,6 +317,8 @@ def analyse(
                 source=source,
                 cycles=cycles,
                 moves=scores,
+                distance=next(s.distance for s in scores if s.move == move),
+                time_given=time_given(scores, move),
             )
             plies.append(ply)
             summaries[before.to_move].add(ply)
@@ -333,6 +346,24 @@ def analyse(
         time_per_ply=None if time_per_ply is None else float(time_per_ply),
         max_tables=max_tables,
     )
+
+
+def time_given(scores: list[MoveValue], move: str) -> int | None:
+    """Plies `move` gave up toward the next capture against the best of the
+    moves that keep the position's value (all of `scores` exact): for a
+    value above 0 its distance less the least of theirs, below 0 the
+    greatest of theirs less its own. None where the move does not keep the
+    value, the value is 0, or a move that keeps it has no distance."""
+    if not scores or not all(s.exact and s.value is not None for s in scores):
+        return None
+    best = max(_known(s) for s in scores)
+    keeping = [s for s in scores if _known(s) == best]
+    played = next((s for s in keeping if s.move == move), None)
+    if best == 0 or played is None or any(s.distance is None for s in keeping):
+        return None
+    costs = [s.distance for s in keeping if s.distance is not None]
+    assert played.distance is not None, "every move that keeps the value has its distance"
+    return played.distance - min(costs) if best > 0 else max(costs) - played.distance
 
 
 def outcome_class(position: Position, value: float) -> int:
@@ -422,4 +453,5 @@ __all__ = [
     "analyse",
     "mark_move",
     "outcome_class",
+    "time_given",
 ]

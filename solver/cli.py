@@ -625,9 +625,13 @@ def _echo_analysis_row(ply):
     played_exact = next(m.exact for m in ply.moves if m.move == ply.move)
     given = f"{ply.given_away}{'' if ply.exact else '~'}"
     source = ply.source if ply.cycles == "own" else f"{ply.source}, split"
+    slower = ""
+    if ply.time_given:
+        plies = f"{ply.time_given} pl{'y' if ply.time_given == 1 else 'ies'}"
+        slower = f"  converts {plies} slower" if ply.best_value > 0 else f"  gives in {plies} sooner"
     click.echo(
         f"{ply.ply:>4}  {ply.notation:<10} {ply.seeds:>5} {value(ply.value_before, ply.exact):>6} "
-        f"{value(ply.value_after, played_exact):>6} {given:>5}  {' '.join(ply.best_moves):<12} {source}"
+        f"{value(ply.value_after, played_exact):>6} {given:>5}  {' '.join(ply.best_moves):<12} {source}{slower}"
     )
 
 
@@ -645,6 +649,9 @@ def _echo_analysis_end(report):
     click.echo("before, played: values for the mover (his captures from there on minus the opponent's, under "
                "perfect play); given: best - played")
     click.echo("~ an estimate (searched, not proven); ?! gives away 1-3, ? 4 or more, ?? changes win/draw/loss")
+    if any(ply.time_given for ply in report.plies):
+        click.echo("converts N plies slower: a best move, but the side ahead could have captured N plies sooner "
+                   "(distance to conversion); gives in N plies sooner: the side behind could have held out N longer")
     if any(ply.cycles == "split" for ply in report.plies):
         click.echo("split: some of the ply's values follow the tables' convention (endless play splits the seeds "
                    "left evenly), not the game's repetition rule")

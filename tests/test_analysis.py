@@ -558,3 +558,32 @@ def test_the_record_in_the_doc_replays_to_its_stated_end():
     shown = re.findall(r"^ +(\d+)  (\d+\.(?:\.\.)? [A-Fa-f])", text, re.M)
     assert [int(n) for n, _ in shown] == list(range(1, len(game.moves) + 1))
     assert [m[-1] for _, m in shown] == game.moves
+
+
+# Time given up: a best move that converts slower, or gives in sooner (issue 51) --------------
+
+HOLDING_OUT = "0-0-0-1-6-1/1-0-0-0-0-0 S 15:24"  # -9 for South: D, E and F keep it, D holding out longest
+
+
+def test_a_best_move_that_gives_in_sooner_is_said(table_dir):
+    with Tablebase(table_dir) as tablebase:
+        keeping = {m.move: m.distance for m in tablebase.moves(HOLDING_OUT) if m.value == -9}
+    assert sorted(keeping) == ["D", "E", "F"] and keeping["D"] > keeping["F"] > keeping["E"]
+    for move in "DEF":
+        ply = analyse(f"1. {move}", table_dir, start=HOLDING_OUT, time_per_ply=None).plies[0]
+        assert ply.given_away == 0 and ply.distance == keeping[move]
+        assert ply.time_given == keeping["D"] - keeping[move]
+        assert ply.as_dict()["time_given"] == ply.time_given
+    result = CliRunner().invoke(cli, ["analyse", "1. E", "--start", HOLDING_OUT, "--dir", table_dir])
+    assert f"gives in {keeping['D'] - keeping['E']} plies sooner" in result.output, result.output
+
+
+def test_time_given_is_none_without_distances_or_at_zero():
+    from solver.analysis import time_given
+    from solver.report import MoveValue
+
+    assert time_given([MoveValue("A", 0, 2, distance=3), MoveValue("B", 0, 2, distance=1)], "A") == 2
+    assert time_given([MoveValue("A", 0, -2, distance=3), MoveValue("B", 0, -2, distance=5)], "A") == 2
+    assert time_given([MoveValue("A", 0, 2, distance=None), MoveValue("B", 0, 2, distance=1)], "A") is None
+    assert time_given([MoveValue("A", 0, 0), MoveValue("B", 0, 0)], "A") is None
+    assert time_given([MoveValue("A", 0, 1, distance=3), MoveValue("B", 0, 2, distance=1)], "A") is None
