@@ -32,11 +32,9 @@ def _digest(values):
 
 
 @pytest.fixture(scope="module")
-def built16(tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp("lean16"))
-    rows = []
-    build.build(DEFAULT_RUN_LAYERS, directory, threads=2, report=rows.append)
-    return directory, rows
+def built16(tables16):
+    """The session's layers 0..16 (conftest.py: 13..16 built on two threads over the layers to 12)."""
+    return tables16, None
 
 
 def test_layers_to_16_reproduce_the_recorded_hashes(built16):
@@ -45,6 +43,7 @@ def test_layers_to_16_reproduce_the_recorded_hashes(built16):
         assert _digest(tables.load_values(directory, seeds)) == HASHES[seeds], f"layer {seeds}"
 
 
+@pytest.mark.slow  # 30 s: CI runs it on its slow line (.ci/run); the hashes of 13..16 are checked by default
 def test_larger_layers_verify_and_do_not_depend_on_threads(built16):
     directory, _ = built16
     for seeds in range(13, 17):

@@ -214,6 +214,7 @@ def test_kernels_compiled_with_another_order_are_refused(monkeypatch):
         retrograde.check_compiled_order()
 
 
+@pytest.mark.slow  # 32 s from a fresh clone: CI runs it on its slow line (.ci/run), and -m mpi builds by this path
 def test_the_slice_path_alone_gives_the_recorded_tables(tmp_path):
     # One process through the distributed code: requests, answers and rounds
     # of exits (a small batch makes many), the stage loop with its hooks.

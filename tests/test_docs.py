@@ -14,6 +14,7 @@ built in a temporary folder):
 """
 
 import os
+import pathlib
 import queue
 import re
 import shlex
@@ -62,28 +63,27 @@ def _build_tables(folder):
 
 
 @pytest.fixture(scope="module")
-def tables16(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("readme")
-    _build_tables(str(folder))
-    return folder
+def home(tables16):
+    """A folder holding databases/ (the session's tables to 16 seeds, conftest.py), as a reader's would."""
+    return pathlib.Path(tables16).parent
 
 
 # Python blocks --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("number", range(len(_python_blocks("README.md"))))
-def test_every_readme_python_block_runs_on_its_own(tables16, number):
+def test_every_readme_python_block_runs_on_its_own(home, number):
     # A fresh interpreter in a folder holding databases/ (tables to 16 seeds), as a reader would run it.
     block = _python_blocks("README.md")[number]
     environment = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     environment.pop("AWELE_DATABASES", None)
-    done = subprocess.run([sys.executable, "-c", block], cwd=tables16, env=environment, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", block], cwd=home, env=environment, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, f"README block {number + 1}:\n{block}\n{done.stderr[-2000:]}"
 
 
-def test_the_readme_python_example_runs_as_written(tables16, monkeypatch):
-    monkeypatch.chdir(tables16)
+def test_the_readme_python_example_runs_as_written(home, monkeypatch):
+    monkeypatch.chdir(home)
     block = _python_blocks("README.md")[0]
     namespace = {}
     exec(compile(block, "README.md", "exec"), namespace)
@@ -91,12 +91,12 @@ def test_the_readme_python_example_runs_as_written(tables16, monkeypatch):
     assert namespace["perft"](namespace["p"], 6) == 27332
 
 
-def test_the_format_reader_example_reads_a_checked_chunk(tables16):
+def test_the_format_reader_example_reads_a_checked_chunk(home):
     from solver import tables
 
     namespace = {}
     exec(compile(_python_blocks("docs/FORMAT.md")[0], "docs/FORMAT.md", "exec"), namespace)
-    directory = str(tables16 / "databases")
+    directory = str(home / "databases")
     path = tables.table_path(directory, 16)
     values = tables.load_values(directory, 16)
     chunk = namespace["read_chunk"](path, 2)
@@ -128,8 +128,8 @@ def test_the_documents_show_sessions():
 
 
 @pytest.mark.parametrize(("name", "number"), CONSOLE_CASES)
-def test_every_console_session_prints_what_the_document_shows(tables16, name, number):
-    directory = str(tables16 / "databases")
+def test_every_console_session_prints_what_the_document_shows(home, name, number):
+    directory = str(home / "databases")
     for command, expected in _sessions(_console_blocks(name)[number]):
         assert _run_awele(command, directory) == expected, f"{name}: $ {command}"
 
@@ -218,10 +218,10 @@ def _shown_with_ellipses(session):
     return shown
 
 
-def test_the_uci_session_is_what_the_engine_answers(tables16):
+def test_the_uci_session_is_what_the_engine_answers(home):
     sent, session = _uci_script()
     assert sent[0] == "uci" and sent[-1] == "quit"
-    played = _play_uci(sent, str(tables16 / "databases"))
+    played = _play_uci(sent, str(home / "databases"))
     shown = _shown_with_ellipses(session)
     assert _matches(shown, played), "docs/UCI.md's session is stale; regenerate it: python tests/test_docs.py\n" + \
         "\n".join(f"{side} {line}" for side, line in played)

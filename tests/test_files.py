@@ -27,10 +27,9 @@ NINE = "1-0-0-0-0-0/0-0-0-3-3-2 S"  # a position of layer 9
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp("built"))
-    build.build(TOP, directory)
-    return directory
+def built(table_dir):
+    """The session's layers 0..12, built by the real builder (conftest.py); read only, copied to change."""
+    return table_dir
 
 
 def _copy(built, folder):

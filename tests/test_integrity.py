@@ -57,12 +57,9 @@ def _check_copy(source, directory, offset, bit, truth, ranks):
 
 
 @pytest.fixture(scope="module")
-def layer13(tmp_path_factory):
-    from solver import build
-
-    directory = str(tmp_path_factory.mktemp("integrity"))
-    build.build(SEEDS, directory)
-    return tables.table_path(directory, SEEDS), tables.load_values(directory, SEEDS)
+def layer13(tables16):
+    """Layer 13 of the session's tables (conftest.py), built by the real builder; read only."""
+    return tables.table_path(tables16, SEEDS), tables.load_values(tables16, SEEDS)
 
 
 def test_the_writer_stores_each_chunk_as_the_datasets_own_filters_would(layer13, tmp_path):

@@ -3,7 +3,6 @@
 import io
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import threading
@@ -205,19 +204,6 @@ def test_a_table_value_of_0_or_less_is_searched_under_the_true_rule(session, tab
 # move, B, where the tables give C and F +2, and 0.4 s past its move time above the tables).
 
 ISSUE_POSITION = "0-1-2-0-3-1-2-0-1-3-2-1-20-12-S"  # 16 seeds: B -1, C and F +2, E -2 by the tables
-
-
-@pytest.fixture(scope="module")
-def tables16(table_dir, tmp_path_factory):
-    """Layers 0..16 (the test tables, and 13..16 built on them)."""
-    from solver import build
-
-    folder = tmp_path_factory.mktemp("tables16")
-    for name in os.listdir(table_dir):
-        if name.endswith(".h5"):
-            shutil.copy(os.path.join(table_dir, name), folder / name)
-    build.build(16, str(folder))
-    return str(folder)
 
 
 def first_go(directory, setup, go):
