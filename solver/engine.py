@@ -41,7 +41,7 @@ from .early import EarlyGame
 from .early import search as early_search
 from .errors import GameOverError, MissingTableError, TableError, TableMismatchError
 from .limits import check_limits
-from .position import Game, Position, as_position, outcome_of
+from .position import Game, Position, as_position
 from .report import (
     EndReason,
     MoveAnswer,
@@ -442,6 +442,7 @@ def game_report(game: Game) -> dict:
     """The game's current position and how the game stands, without values."""
     position = game.position
     result = game.result()
+    outcome = game.outcome()
     return {
         "start": str(game.start),
         "played": list(game.moves),
@@ -455,7 +456,7 @@ def game_report(game: Game) -> dict:
         "over": game.is_over(),
         "end": _text(game.end_reason),
         "result": _scores(result),
-        "outcome": outcome_of(result),
+        "outcome": None if outcome is None else outcome.winner,
     }
 
 

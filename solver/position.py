@@ -25,7 +25,7 @@ import numpy as np
 from . import index, rules
 from .errors import GameOverError, IllegalMoveError, InvalidArgumentError, InvalidPositionError, InvalidRecordError
 from .limits import MAX_PERFT_DEPTH
-from .report import EndReason
+from .report import EndReason, Outcome
 
 SOUTH = "S"
 NORTH = "N"
@@ -316,9 +316,11 @@ class Position:
         south_takes = mover_takes == (self._to_move == SOUTH)
         return (south + seeds, north) if south_takes else (south, north + seeds)
 
-    def outcome(self) -> str | None:
-        """'S' or 'N' for the winner, 'draw', or None while the game goes on."""
-        return outcome_of(self.result())
+    def outcome(self) -> Outcome | None:
+        """How the game ended (report.Outcome: the final totals, why, and
+        `.winner` "S", "N" or "draw"), or None while the game goes on."""
+        rule = self.terminal_rule()
+        return None if rule is None else Outcome.ended(self._final_scores(rule), rule)
 
     # Text -------------------------------------------------------------------------
 
@@ -371,18 +373,6 @@ def as_position(position: "Position | str") -> "Position":
     if isinstance(position, str):
         return Position.from_string(position)
     raise InvalidPositionError(f"expected a Position or its notation, got {type(position).__name__}")
-
-
-def outcome_of(scores: tuple[float, float] | None) -> str | None:
-    """'S', 'N' or 'draw' for final (South, North) totals; None for None."""
-    if scores is None:
-        return None
-    south, north = scores
-    if south > north:
-        return SOUTH
-    if north > south:
-        return NORTH
-    return "draw"
 
 
 _RECORD_TOKEN = re.compile(r"^(?:\d+\.+)?(?P<house>[A-Fa-f])(?P<notes>[!?+\-x*#0-9]*)$")
@@ -453,9 +443,11 @@ class Game:
         reason = self.end_reason
         return None if reason is None else self.position._final_scores(reason)
 
-    def outcome(self) -> str | None:
-        """'S', 'N', 'draw' or None."""
-        return outcome_of(self.result())
+    def outcome(self) -> Outcome | None:
+        """How the game ended (report.Outcome: the final totals, why, and
+        `.winner` "S", "N" or "draw"), or None while it goes on."""
+        reason = self.end_reason
+        return None if reason is None else Outcome.ended(self.position._final_scores(reason), reason)
 
     def legal_moves(self) -> list[str]:
         """Legal moves now (none once the game is over)."""

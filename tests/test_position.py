@@ -278,7 +278,8 @@ def test_game_over(text, result, outcome):
     position = Position.from_string(text)
     assert position.is_over()
     assert position.result() == result
-    assert position.outcome() == outcome
+    assert position.outcome().winner == outcome
+    assert position.outcome().totals == result and position.outcome().reason == position.terminal_rule()
     assert position.legal_moves() == []
     with pytest.raises(GameOverError):
         position.play("A" if position.to_move == "S" else "a")
@@ -303,7 +304,7 @@ def test_a_capture_reaching_25_ends_the_game():
     assert str(after) == "0-0-0-0-0-0/0-0-0-0-0-4 N 25:19"
     assert after.is_over()
     assert after.result() == (25, 23)
-    assert after.outcome() == "S"
+    assert after.outcome().winner == "S" and after.outcome().reason == "25 seeds"
 
 
 # Games ----------------------------------------------------------------------------------
@@ -375,7 +376,8 @@ def test_repetition_ends_the_game_and_each_side_takes_its_own_seeds():
     assert game.is_over()
     assert game.end_reason == "repetition"
     assert game.result() == (12, 21)
-    assert game.outcome() == "N"
+    assert game.outcome().winner == "N" and game.outcome().reason == "repetition"
+    assert game.outcome().totals == (12, 21)
     # The position alone does not know its history: it goes on.
     assert not game.position.is_over()
     assert game.position.result() is None
