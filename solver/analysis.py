@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import InvalidArgumentError, InvalidRecordError, SearchError
-from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, as_position, parse_record
+from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, parse_record
 from .report import EndReason, MoveValue, Outcome, Rule
 
 if TYPE_CHECKING:  # the table and search modules load numba kernels: imported when used
@@ -410,7 +410,7 @@ def _replayable(game: Game | str, start: Position | str | None) -> Game:
                                  f"got {type(game).__name__}")
     if not parse_record(game):
         raise InvalidRecordError("the record holds no moves: write them as '1. F b 2. D a'")
-    return Game.from_record(game, None if start is None else as_position(start))
+    return Game.parse(game, start)
 
 
 def _engine(tablebase: Tablebase, searcher: Searcher | None, max_tables: int | None) -> Engine:

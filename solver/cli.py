@@ -311,7 +311,7 @@ def _parse_game(position, moves):
     if not moves:
         return start
     try:
-        return Game.from_record(moves, start)
+        return Game.parse(moves, start)
     except AweleError as error:
         raise UserError(str(error)) from None
 

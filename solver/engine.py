@@ -41,7 +41,7 @@ from .early import EarlyGame
 from .early import search as early_search
 from .errors import GameOverError, MissingTableError, TableError, TableMismatchError
 from .limits import check_limits
-from .position import Game, Position, as_position
+from .position import Game, Position
 from .report import (
     EndReason,
     MoveAnswer,
@@ -422,10 +422,7 @@ def parse_game(position: str | None, moves: str | None) -> Game:
     """The Game of a request: `position` (the opening when None) with the
     record `moves` played from it. Raises InvalidPositionError or
     InvalidRecordError."""
-    start = Position.initial() if position is None else Position.from_string(position)
-    if moves and moves.strip():
-        return Game.from_record(moves, start)
-    return Game(start)
+    return Game.parse(moves, position)
 
 
 def _text(reason: EndReason | None) -> str | None:
@@ -563,7 +560,7 @@ def table_message(error: TableError) -> str:
 
 
 def _game(game: Game | Position | str) -> Game:
-    return game if isinstance(game, Game) else Game(as_position(game))
+    return game if isinstance(game, Game) else Game.parse(None, game)
 
 
 def capturing_move(game: Game) -> str:

@@ -23,7 +23,14 @@ from collections.abc import Iterable
 import numpy as np
 
 from . import index, rules
-from .errors import GameOverError, IllegalMoveError, InvalidArgumentError, InvalidPositionError, InvalidRecordError
+from .errors import (
+    GameOverError,
+    IllegalMoveError,
+    IllegalRecordMoveError,
+    InvalidArgumentError,
+    InvalidPositionError,
+    InvalidRecordError,
+)
 from .limits import MAX_PERFT_DEPTH
 from .report import EndReason, Outcome
 
@@ -411,15 +418,41 @@ class Game:
         return f"Game({str(self.start)!r}, moves={record!r}, position={str(self.position)!r})"
 
     @classmethod
-    def from_record(cls, text: str, start: "Position | None" = None) -> "Game":
-        """Replay a record such as ``1. F b 2. D a`` (numbers and annotations ignored)."""
+    def parse(cls, record: "str | Iterable[str] | None" = None, start: "Position | str | None" = None) -> "Game":
+        """The one reader of a game: `start` (a Position or its notation; the
+        opening when None) with `record` played from it, a record such as
+        ``1. F b 2. D a`` (numbers and annotations ignored; None or blank: no
+        move) or a sequence of move letters. The command line, UCI, the web
+        app, the engine and the analysis all read games here.
+
+        Raises InvalidPositionError for the start, InvalidRecordError for a
+        record it cannot read, IllegalRecordMoveError (an InvalidRecordError
+        naming the move's number, letter and why) for a move not legal where
+        it is played.
+
+        >>> Game.parse("1. F b", "4-4-4-4-4-4/4-4-4-4-4-4 S 0:0").moves
+        ['F', 'b']
+        >>> Game.parse(["F", "b"]).record()
+        '1. F b'
+        """
         game = cls(start)
-        for move in parse_record(text):
+        if record is None:
+            moves: list[str] = []
+        elif isinstance(record, str):
+            moves = parse_record(record)
+        else:
+            moves = [str(move) for move in record]
+        for number, move in enumerate(moves, 1):
             try:
                 game.play(move)
             except IllegalMoveError as error:
-                raise InvalidRecordError(f"move {len(game.moves) + 1} ({move}) of the record: {error}") from None
+                raise IllegalRecordMoveError(number, move, str(error)) from None
         return game
+
+    @classmethod
+    def from_record(cls, text: str, start: "Position | str | None" = None) -> "Game":
+        """Replay a record such as ``1. F b 2. D a`` (numbers and annotations ignored): Game.parse."""
+        return cls.parse(text, start)
 
     @property
     def position(self) -> Position:

@@ -56,7 +56,7 @@ from .early import parse as early_parse
 from .early import search as early_search
 from .errors import (
     AweleError,
-    IllegalMoveError,
+    IllegalRecordMoveError,
     InvalidPositionError,
 )
 from .limits import DEFAULT_QUIESCENCE, MAX_QUIESCENCE
@@ -169,13 +169,10 @@ def parse_position(words: list[str]) -> Game:
             raise UciError(str(error)) from None
     else:
         raise UciError("position needs startpos or fen POSITION, then optionally moves")
-    game = Game(start)
-    for number, letter in enumerate(parse_moves(moves), 1):
-        try:
-            game.play(letter)
-        except IllegalMoveError as error:
-            raise UciError(f"move {number} ({letter}) is illegal: {error}") from None
-    return game
+    try:
+        return Game.parse(parse_moves(moves), start)
+    except IllegalRecordMoveError as error:
+        raise UciError(f"move {error.number} ({error.move}) is illegal: {error.reason}") from None
 
 
 @dataclass

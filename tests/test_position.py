@@ -425,3 +425,17 @@ def test_a_count_of_thousands_of_digits_is_a_named_error_not_a_traceback():
         Position.from_string("9" * 5000 + "-0-0-0-0-0/0-0-0-0-0-0 S 0:0")
     with pytest.raises(InvalidPositionError, match="digits"):
         Position.from_string(" ".join(["1" * 30] + ["0"] * 11))
+
+
+def test_game_parse_reads_records_letters_and_starts_alike():
+    from solver.errors import IllegalRecordMoveError, InvalidRecordError
+
+    by_record = Game.parse("1. F b 2. D a")
+    assert by_record.moves == ["F", "b", "D", "a"]
+    assert Game.parse(["F", "b", "D", "a"]).positions == by_record.positions
+    assert Game.parse("1. F b", str(Position.initial())).position == Game.parse("F b", Position.initial()).position
+    assert Game.parse(None).position == Game.parse("   ").position == Position.initial()
+    with pytest.raises(IllegalRecordMoveError) as raised:
+        Game.parse("1. F F")
+    assert (raised.value.number, raised.value.move) == (2, "F")
+    assert isinstance(raised.value, InvalidRecordError) and "move 2 (F) of the record" in str(raised.value)

@@ -45,7 +45,7 @@ from ..errors import (
     TableError,
 )
 from ..limits import CYCLES
-from ..position import parse_record
+from ..position import Game
 from ..probe import Tablebase
 from ..version import __version__
 from .worker import JobError, JobTimeout, Worker
@@ -495,8 +495,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         searches at most max_analysis_time."""
 
         def check():
-            game = parse_game(request.position, request.record)
-            return len(parse_record(request.record)), game
+            game = Game.parse(request.record, request.position)
+            return len(game.moves), game
 
         from ..analysis import MIN_TIME_PER_PLY
 
