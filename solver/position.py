@@ -405,7 +405,7 @@ class Game:
     _seen: set[tuple[tuple[int, ...], str]]
     _repeated: bool
 
-    def __init__(self, position: Position | None = None) -> None:
+    def __init__(self, position: Position | str | None = None) -> None:
         self.start = as_position(position) if position is not None else Position.initial()
         self.positions = [self.start]
         self.moves = []

@@ -47,6 +47,7 @@ from ..errors import (
 from ..limits import CYCLES
 from ..position import Game
 from ..probe import Tablebase
+from ..report import Rule
 from ..version import __version__
 from .worker import JobError, JobTimeout, Worker
 
@@ -109,8 +110,9 @@ class LineRequest(GameRequest):
 class SearchRequest(GameRequest):
     time: float = Field(1.0, gt=0, allow_inf_nan=False, strict=True,
                         description="Seconds to search; the server caps it (see /api/info).")
-    cycles: str = Field("own", pattern="^(own|split)$",
-                        description="Repetition: own = the true rule over the game; split = the tables' (0).")
+    cycles: str = Field(Rule.TRUE.cycles, pattern=f"^({'|'.join(CYCLES)})$",
+                        description=f"Repetition: own = {Rule.TRUE.describe()} over the game; "
+                        f"split = {Rule.SPLIT.describe()}.")
     move_values: bool = Field(True, strict=True,
                               description="Also search every legal move (half the time for the position, "
                                           "half shared by the moves).")
