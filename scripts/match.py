@@ -476,8 +476,10 @@ def play_game(engines, number, pair, opening, a_is_south, movetime, max_plies, a
         record.termination = f"{side_of[loser]} forfeits: {why}"
         record.result = game.position.captured
     elif game.is_over():
+        outcome = game.outcome()
+        assert outcome is not None  # the game is over
         record.result = game.result()
-        record.winner = game.outcome()
+        record.winner = outcome.winner
         record.termination = game.end_reason
     else:
         south, north = game.position.captured

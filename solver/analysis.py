@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import InvalidArgumentError, InvalidRecordError, SearchError
-from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, as_position, parse_record
-from .report import EndReason, MoveValue, Outcome, Rule
+from .position import NORTH, SIDE_NAMES, SOUTH, Game, Position, parse_record
+from .report import EndReason, MoveValue, Outcome
 
 if TYPE_CHECKING:  # the table and search modules load numba kernels: imported when used
     from .engine import Engine
@@ -410,7 +410,7 @@ def _replayable(game: Game | str, start: Position | str | None) -> Game:
                                  f"got {type(game).__name__}")
     if not parse_record(game):
         raise InvalidRecordError("the record holds no moves: write them as '1. F b 2. D a'")
-    return Game.from_record(game, None if start is None else as_position(start))
+    return Game.parse(game, start)
 
 
 def _engine(tablebase: Tablebase, searcher: Searcher | None, max_tables: int | None) -> Engine:
@@ -440,7 +440,7 @@ def _judged(engine: Engine, game: Game, time_per_ply: float | None) -> tuple[str
     cycles only when every move's value holds under the true rule. With
     `time_per_ply` None only the tables answer (MissingTableError above them)."""
     answer = engine.position(game, time=time_per_ply, search=time_per_ply is not None)
-    cycles = "own" if answer.rule is Rule.TRUE else "split"
+    cycles = answer.rule.cycles
     return answer.source, cycles, max(_known(s) for s in answer.moves), answer.moves
 
 

@@ -43,8 +43,7 @@ def suite_positions() -> list[tuple[str, Game, int]]:
     """(name, Game, depth) of the search suite."""
     found = []
     for name, start, moves, depth in SEARCH_SUITE:
-        position = Position.from_string(start) if start else Position.initial()
-        game = Game.from_record(moves, position) if moves else Game(position)
+        game = Game.parse(moves, start or None)
         found.append((name, game, depth))
     return found
 

@@ -311,7 +311,7 @@ def _parse_game(position, moves):
     if not moves:
         return start
     try:
-        return Game.from_record(moves, start)
+        return Game.parse(moves, start)
     except AweleError as error:
         raise UserError(str(error)) from None
 
@@ -334,7 +334,8 @@ def _report_depth(done, value, exact, nodes_so_far, elapsed, line=None):
 
 
 def _rule_text(rule):
-    return "holds under the true rule" if rule == "true" else "holds under the tables' even split of endless play"
+    """Which rule a value holds under, in Rule's words."""
+    return f"holds under {Rule.parse(rule).describe()}"
 
 
 def _echo_search(result):
@@ -364,7 +365,7 @@ def _echo_search(result):
 @click.option("--moves", help="Moves played from POSITION (or the opening); their positions count for repetitions.")
 @_search_options(default_time=10)
 @click.option("--cycles", type=click.Choice(["own", "split"]), default="own", show_default=True,
-              help="Repetition: own = the true rule (each side takes its own seeds); split = the tables' (0).")
+              help=f"Repetition: own = {Rule.TRUE.describe(long=True)}; split = {Rule.SPLIT.describe()}.")
 @click.option("--bounds", is_flag=True,
               help="When the value is not exact, also prove a lower and an upper bound (about two more iterations).")
 @directory_option
@@ -395,7 +396,8 @@ def search_command(position: str | None, moves: str | None, depth: int | None, s
 @directory_option
 @_search_options(default_time=10)
 @click.option("--cycles", type=click.Choice(["own", "split"]), default="own", show_default=True,
-              help="Above the tables, repetition: own = the true rule (as `awele search`); split = the tables' (0).")
+              help=f"Above the tables, repetition: own = {Rule.TRUE.describe()} (as `awele search`); "
+                   f"split = {Rule.SPLIT.describe()}.")
 @click.option("--bounds", is_flag=True, help="Above the tables, prove bounds on an inexact value (as `awele search`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def best_command(position: str | None, moves: str | None, directory: str | None, depth: int | None,
@@ -451,12 +453,12 @@ def _echo_table_answer(pos, answer):
     click.echo(pos.diagram())
     click.echo(f"position: {pos}")
     # A value under the tables' convention says so on the next line, where it may matter.
-    rule = " (exact, under the true repetition rule)" if answer.rule is Rule.TRUE else ""
+    rule = f" (exact, under {Rule.TRUE.describe()})" if answer.rule is Rule.TRUE else ""
     click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board{rule}")
     if answer.rule is Rule.SPLIT and true_rule_may_change(value, pos.seeds):
         # The value may rest on endless play, which the tables split evenly and the game does not.
-        click.echo(f"perfect play ends: {answer.outcome.text()} by the tables' convention (endless play split "
-                   "evenly; the game's repetition rule was not proven within the time)")
+        click.echo(f"perfect play ends: {answer.outcome.text()} by {Rule.SPLIT.describe()}; the game's repetition "
+                   "rule was not proven within the time")
     else:
         click.echo(f"perfect play ends: {answer.outcome.text()}")
     if answer.distance is not None:
@@ -653,8 +655,7 @@ def _echo_analysis_end(report):
         click.echo("converts N plies slower: a best move, but the side ahead could have captured N plies sooner "
                    "(distance to conversion); gives in N plies sooner: the side behind could have held out N longer")
     if any(ply.cycles == "split" for ply in report.plies):
-        click.echo("split: some of the ply's values follow the tables' convention (endless play splits the seeds "
-                   "left evenly), not the game's repetition rule")
+        click.echo(f"split: some of the ply's values follow {Rule.SPLIT.describe()}, not the game's repetition rule")
 
 
 AweleGroup.aliases["analyze"] = "analyse"

@@ -36,7 +36,7 @@ def parse_position(text: str | None, moves: str | None = None) -> Position:
     try:
         start = Position.from_string(text) if text is not None else Position.initial()
         if moves:
-            return Game.from_record(moves, start).position
+            return Game.parse(moves, start).position
         return start
     except AweleError as error:
         raise UserError(str(error)) from None

@@ -7,6 +7,7 @@ import os
 import click
 
 from .places import default_directory
+from .report import Rule
 
 
 @click.group(name="suite")
@@ -47,8 +48,8 @@ def make_command(directory: str | None, seed_range: str, count: int, seed: int, 
                          f"{count} were asked for (try another --seed or a wider --seeds)")
     write_suite(out, entries, [f"made by awele {__version__}: awele suite make --seeds {low}-{high} "
                                f"--count {count} --seed {seed}",
-                               "values: seeds the side to move captures from now on less the other's, under the "
-                               "tables' convention (endless play splits the seeds left evenly)"])
+                               "values: seeds the side to move captures from now on less the other's, under "
+                               f"{Rule.SPLIT.describe()}"])
     click.echo(f"wrote {len(entries)} positions to {out}")
 
 

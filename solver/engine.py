@@ -41,7 +41,7 @@ from .early import EarlyGame
 from .early import search as early_search
 from .errors import GameOverError, MissingTableError, TableError, TableMismatchError
 from .limits import check_limits
-from .position import Game, Position, as_position, outcome_of
+from .position import Game, Position
 from .report import (
     EndReason,
     MoveAnswer,
@@ -203,6 +203,7 @@ class Engine:
         loaded by the answer's deadline, else a search by captures in plain Python (solver/early.py) until then.
         """
         check_limits(depth, time, nodes, cycles)
+        rule = Rule.parse(cycles)
         game = _game(game)
         if game.is_over():
             raise GameOverError(f"the game is over in {game.position} ({game.end_reason})")
@@ -217,7 +218,7 @@ class Engine:
             try:
                 if not searcher.searches_inside_tables(position, cycles):
                     answer = self.table_move(game, budget.answer_deadline)
-                    if cycles == "own" and answer.rule is Rule.SPLIT and true_rule_may_change(
+                    if rule is Rule.TRUE and answer.rule is Rule.SPLIT and true_rule_may_change(
                             self.tablebase.value(position), position.seeds):
                         # Its layer not in the search's memory yet: the true rule's graph, if it can.
                         return self._proven_move(game, budget) or answer
@@ -297,6 +298,7 @@ class Engine:
         from .search import BOUNDS_TIME_SHARE
 
         check_limits(depth, time, nodes, cycles)
+        rule = Rule.parse(cycles)
         game = _game(game)
         position = game.position
         if game.is_over():
@@ -305,7 +307,7 @@ class Engine:
         found = self._table_moves(game)
         if found is not None:
             moves = found
-            if cycles == "own":
+            if rule is Rule.TRUE:
                 moves = [_holding(position, m) for m in moves]
                 if search and not all(m.rule is Rule.TRUE for m in moves):
                     graph = self._true_bounds(game, budget.answer_deadline)
@@ -314,7 +316,7 @@ class Engine:
         if not search:
             raise MissingTableError(self.why_no_table(position) + "; and searching is off")
         graph = None
-        if cycles == "own" and nodes is None:
+        if rule is Rule.TRUE and nodes is None:
             graph = self._true_bounds(game, budget.share(GRAPH_SHARE))
             if graph is not None and all(low == high for low, high in graph.moves.values()):
                 return self._answer(game, _from_bounds(game, graph), "search", budget)
@@ -422,10 +424,7 @@ def parse_game(position: str | None, moves: str | None) -> Game:
     """The Game of a request: `position` (the opening when None) with the
     record `moves` played from it. Raises InvalidPositionError or
     InvalidRecordError."""
-    start = Position.initial() if position is None else Position.from_string(position)
-    if moves and moves.strip():
-        return Game.from_record(moves, start)
-    return Game(start)
+    return Game.parse(moves, position)
 
 
 def _text(reason: EndReason | None) -> str | None:
@@ -442,6 +441,7 @@ def game_report(game: Game) -> dict:
     """The game's current position and how the game stands, without values."""
     position = game.position
     result = game.result()
+    outcome = game.outcome()
     return {
         "start": str(game.start),
         "played": list(game.moves),
@@ -455,7 +455,7 @@ def game_report(game: Game) -> dict:
         "over": game.is_over(),
         "end": _text(game.end_reason),
         "result": _scores(result),
-        "outcome": outcome_of(result),
+        "outcome": None if outcome is None else outcome.winner,
     }
 
 
@@ -495,7 +495,7 @@ def position_report(tablebase: Tablebase, game: Game) -> dict:
         "value": value,
         "exact": True,
         # Table values: the tables' convention, except for a move that ends the game.
-        "rule": "true" if all(m.rule is Rule.TRUE for m in in_game) else "split",
+        "rule": (Rule.TRUE if all(m.rule is Rule.TRUE for m in in_game) else Rule.SPLIT).value,
         "predicted_result": predicted.scores(),
         "outcome": predicted.winner,
         "moves": rows,
@@ -562,7 +562,7 @@ def table_message(error: TableError) -> str:
 
 
 def _game(game: Game | Position | str) -> Game:
-    return game if isinstance(game, Game) else Game(as_position(game))
+    return game if isinstance(game, Game) else Game.parse(None, game)
 
 
 def capturing_move(game: Game) -> str:

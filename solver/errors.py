@@ -26,6 +26,16 @@ class InvalidRecordError(AweleError, ValueError):
     """A game record that cannot be read."""
 
 
+class IllegalRecordMoveError(InvalidRecordError):
+    """A record's move that is not legal where it is played: `number` (1 for
+    the record's first move), `move` (its letter) and `reason` (why it is not
+    legal) let each face word it its own way."""
+
+    def __init__(self, number: int, move: str, reason: str) -> None:
+        super().__init__(f"move {number} ({move}) of the record: {reason}")
+        self.number, self.move, self.reason = number, move, reason
+
+
 class TableError(AweleError):
     """Base class of the errors about endgame table files."""
 

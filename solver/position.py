@@ -23,9 +23,16 @@ from collections.abc import Iterable
 import numpy as np
 
 from . import index, rules
-from .errors import GameOverError, IllegalMoveError, InvalidArgumentError, InvalidPositionError, InvalidRecordError
+from .errors import (
+    GameOverError,
+    IllegalMoveError,
+    IllegalRecordMoveError,
+    InvalidArgumentError,
+    InvalidPositionError,
+    InvalidRecordError,
+)
 from .limits import MAX_PERFT_DEPTH
-from .report import EndReason
+from .report import EndReason, Outcome
 
 SOUTH = "S"
 NORTH = "N"
@@ -316,9 +323,11 @@ class Position:
         south_takes = mover_takes == (self._to_move == SOUTH)
         return (south + seeds, north) if south_takes else (south, north + seeds)
 
-    def outcome(self) -> str | None:
-        """'S' or 'N' for the winner, 'draw', or None while the game goes on."""
-        return outcome_of(self.result())
+    def outcome(self) -> Outcome | None:
+        """How the game ended (report.Outcome: the final totals, why, and
+        `.winner` "S", "N" or "draw"), or None while the game goes on."""
+        rule = self.terminal_rule()
+        return None if rule is None else Outcome.ended(self._final_scores(rule), rule)
 
     # Text -------------------------------------------------------------------------
 
@@ -373,18 +382,6 @@ def as_position(position: "Position | str") -> "Position":
     raise InvalidPositionError(f"expected a Position or its notation, got {type(position).__name__}")
 
 
-def outcome_of(scores: tuple[float, float] | None) -> str | None:
-    """'S', 'N' or 'draw' for final (South, North) totals; None for None."""
-    if scores is None:
-        return None
-    south, north = scores
-    if south > north:
-        return SOUTH
-    if north > south:
-        return NORTH
-    return "draw"
-
-
 _RECORD_TOKEN = re.compile(r"^(?:\d+\.+)?(?P<house>[A-Fa-f])(?P<notes>[!?+\-x*#0-9]*)$")
 _MOVE_NUMBER = re.compile(r"^\d+\.+$")
 _ANNOTATION = re.compile(r"^(?=.*[^0-9])[!?+\-x*#0-9]+$")
@@ -408,7 +405,7 @@ class Game:
     _seen: set[tuple[tuple[int, ...], str]]
     _repeated: bool
 
-    def __init__(self, position: Position | None = None) -> None:
+    def __init__(self, position: Position | str | None = None) -> None:
         self.start = as_position(position) if position is not None else Position.initial()
         self.positions = [self.start]
         self.moves = []
@@ -421,15 +418,41 @@ class Game:
         return f"Game({str(self.start)!r}, moves={record!r}, position={str(self.position)!r})"
 
     @classmethod
-    def from_record(cls, text: str, start: "Position | None" = None) -> "Game":
-        """Replay a record such as ``1. F b 2. D a`` (numbers and annotations ignored)."""
+    def parse(cls, record: "str | Iterable[str] | None" = None, start: "Position | str | None" = None) -> "Game":
+        """The one reader of a game: `start` (a Position or its notation; the
+        opening when None) with `record` played from it, a record such as
+        ``1. F b 2. D a`` (numbers and annotations ignored; None or blank: no
+        move) or a sequence of move letters. The command line, UCI, the web
+        app, the engine and the analysis all read games here.
+
+        Raises InvalidPositionError for the start, InvalidRecordError for a
+        record it cannot read, IllegalRecordMoveError (an InvalidRecordError
+        naming the move's number, letter and why) for a move not legal where
+        it is played.
+
+        >>> Game.parse("1. F b", "4-4-4-4-4-4/4-4-4-4-4-4 S 0:0").moves
+        ['F', 'b']
+        >>> Game.parse(["F", "b"]).record()
+        '1. F b'
+        """
         game = cls(start)
-        for move in parse_record(text):
+        if record is None:
+            moves: list[str] = []
+        elif isinstance(record, str):
+            moves = parse_record(record)
+        else:
+            moves = [str(move) for move in record]
+        for number, move in enumerate(moves, 1):
             try:
                 game.play(move)
             except IllegalMoveError as error:
-                raise InvalidRecordError(f"move {len(game.moves) + 1} ({move}) of the record: {error}") from None
+                raise IllegalRecordMoveError(number, move, str(error)) from None
         return game
+
+    @classmethod
+    def from_record(cls, text: str, start: "Position | str | None" = None) -> "Game":
+        """Replay a record such as ``1. F b 2. D a`` (numbers and annotations ignored): Game.parse."""
+        return cls.parse(text, start)
 
     @property
     def position(self) -> Position:
@@ -453,9 +476,11 @@ class Game:
         reason = self.end_reason
         return None if reason is None else self.position._final_scores(reason)
 
-    def outcome(self) -> str | None:
-        """'S', 'N', 'draw' or None."""
-        return outcome_of(self.result())
+    def outcome(self) -> Outcome | None:
+        """How the game ended (report.Outcome: the final totals, why, and
+        `.winner` "S", "N" or "draw"), or None while it goes on."""
+        reason = self.end_reason
+        return None if reason is None else Outcome.ended(self.position._final_scores(reason), reason)
 
     def legal_moves(self) -> list[str]:
         """Legal moves now (none once the game is over)."""

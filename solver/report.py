@@ -48,7 +48,18 @@ class EndReason(str, Enum):
 
 
 class Rule(str, Enum):
-    """The repetition rule a value holds under (SearchResult.rule, MoveValue.rule)."""
+    """The repetition rule a value holds under (SearchResult.rule, MoveValue.rule),
+    and the one a search or an answer is asked for. Its text is "true" or
+    "split"; the public `cycles` argument (a UCI option and a JSON field too)
+    names the true rule "own" (the game's own rule): Rule.parse reads both,
+    `cycles` gives that word back, describe() says the rule in words for the
+    command line, UCI and the page.
+
+    >>> Rule.parse("own") is Rule.TRUE and Rule.TRUE.cycles == "own"
+    True
+    >>> Rule.SPLIT.describe()
+    "the tables' convention (endless play splits the seeds left evenly)"
+    """
 
     TRUE = "true"  # a position met again ends the game, each side taking the seeds on its side
     SPLIT = "split"  # the tables' convention: endless play splits the seeds left evenly (worth 0)
@@ -57,14 +68,31 @@ class Rule(str, Enum):
         return self.value
 
     @classmethod
-    def of_cycles(cls, cycles: str) -> Rule:
-        """The rule a search with ``cycles`` ("own": the true rule, or "split") scores repetitions by."""
-        return cls.TRUE if cycles == "own" else cls.SPLIT
+    def parse(cls, value: Rule | str) -> Rule:
+        """The rule a `cycles` word ("own": the true rule over the game, or
+        "split") or a rule's text ("true", "split") names; ValueError otherwise."""
+        if isinstance(value, Rule):
+            return value
+        if value == "own":
+            return cls.TRUE
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"a repetition rule is 'own' (or 'true') or 'split', got {value!r}") from None
 
     @property
-    def description(self) -> str:
+    def cycles(self) -> str:
+        """The rule as the `cycles` argument, the UCI option and the JSON's
+        "cycles" field name it: "own" (the true rule) or "split"."""
+        return "own" if self is Rule.TRUE else "split"
+
+    def describe(self, long: bool = False) -> str:
+        """The rule in words, as every face says it: "the true repetition
+        rule" or "the tables' convention (endless play splits the seeds left
+        evenly)"; `long` adds what the true rule does."""
         if self is Rule.TRUE:
-            return "the true repetition rule (each side takes the seeds on its side)"
+            return "the true repetition rule" + (" (a position met again ends the game, each side taking the seeds "
+                                                 "on its side)" if long else "")
         return "the tables' convention (endless play splits the seeds left evenly)"
 
 
@@ -328,7 +356,7 @@ class PositionAnswer:
             "value": self.value,
             "exact": self.exact,
             "rule": self.rule.value,
-            "cycles": "own" if self.rule is Rule.TRUE else "split",
+            "cycles": self.rule.cycles,
             "source": self.source,
             "move": self.move,
             "line": list(self.line),

@@ -90,7 +90,6 @@ PROVEN = 255  # stored depth of a proven score: good at any depth
 EXACT, LOWER, UPPER = 3, 1, 2
 NO_MOVE = 7
 NO_SCOUT, RESEARCH = 1 << 20, (1 << 20) + 1  # beyond any window: a node's move not scouted, or searched again
-RULES = ("true", "split")  # the repetition rule a value holds under (SearchResult.rule)
 EVALUATIONS = ("learned", "zero")  # how a horizon leaf is scored
 DEFAULT_HASH_MB = 64
 DEFAULT_COMPONENT_LIMIT = 4_000_000
@@ -592,7 +591,7 @@ class SearchResult:
     def __init__(self, position: Position, cycles: str) -> None:
         self.position = position
         self.cycles = cycles
-        self.rule = "split" if cycles == "split" else "true"
+        self.rule = Rule.parse(cycles)
         self.move: str | None = None
         self.value: int | None = None
         self.exact = False
@@ -631,7 +630,7 @@ class SearchResult:
             "move": self.move,
             "value": self.value,
             "exact": self.exact,
-            "rule": self.rule,
+            "rule": self.rule.value,
             "lower": self.lower,
             "upper": self.upper,
             "depth": self.depth,
@@ -652,7 +651,7 @@ class SearchResult:
 
     def __repr__(self) -> str:
         kind = "exact" if self.exact else f"depth {self.depth}"
-        return (f"SearchResult(move={self.move!r}, value={self.value}, {kind}, rule={self.rule!r}, "
+        return (f"SearchResult(move={self.move!r}, value={self.value}, {kind}, rule={self.rule.value!r}, "
                 f"nodes={self.nodes})")
 
 
@@ -873,7 +872,7 @@ class Searcher:
                 if game.is_over():
                     totals, reason = game.result(), game.end_reason
                     assert totals is not None and reason is not None, "a game that is over has its result"
-                    value, exact, rule = ended_value(totals, current), True, Rule.of_cycles(cycles)
+                    value, exact, rule = ended_value(totals, current), True, Rule.parse(cycles)
                     repeats = reason == EndReason.REPETITION
                     ended = Outcome.ended(totals, reason)
                 elif self.tablebase.has_layer(child.seeds) and (value := self._table_value(child)) is not None:
@@ -931,7 +930,7 @@ class Searcher:
         end = None if time is None else started + time
         result = SearchResult(current, cycles)
         self._begin(cycles)
-        default_rule = Rule.of_cycles(cycles)
+        default_rule = Rule.parse(cycles)
         settled: dict[str, MoveValue] = {}
         searched: list[tuple[str, int, int, Position]] = []  # (move, house, captured, child)
         for move in game.legal_moves():
@@ -1015,7 +1014,7 @@ class Searcher:
             top = max(m.value for m in valued if m.value is not None)
             chosen = next(m for m in valued if m.value == top)
             result.value, result.move, result.exact = top, chosen.move, all(m.exact for m in valued)
-            result.rule = chosen.rule.value
+            result.rule = chosen.rule
             result.source = "search" if searched else "table"
             result.line = (_letters(current, lines[chosen.move]) if chosen.move in lines else [chosen.move])
         else:
@@ -1240,7 +1239,7 @@ class Searcher:
         run.true_bounds = bounds
         if bounds.exact:
             move = bounds.best_moves()[0]
-            result.exact, result.value, result.move, result.rule = True, bounds.lower, move, "true"
+            result.exact, result.value, result.move, result.rule = True, bounds.lower, move, Rule.TRUE
             result.source = "component"
             run.houses = [position.house_of(move)]
 
@@ -1300,9 +1299,9 @@ class Searcher:
             # quiet best moves of a won position).
             chosen = self.tablebase.best_move(game, deadline=deadline)
             assert chosen is not None, "best_move returns None only when asked for no progress"
-            if chosen.rule == "true":  # it ends the game (a repetition, 25 seeds, 24-24)
+            if chosen.rule == Rule.TRUE:  # it ends the game (a repetition, 25 seeds, 24-24)
                 result.value = result.lower = result.upper = chosen.value
-                result.exact, result.rule, result.move, result.source = True, "true", chosen.move, "table"
+                result.exact, result.rule, result.move, result.source = True, Rule.TRUE, chosen.move, "table"
                 result.line = [chosen.move]
                 result._extend = lambda line: line
                 result.seconds = _time.perf_counter() - started
@@ -1318,7 +1317,7 @@ class Searcher:
         # true rule as well, unless a position before the root can repeat.
         taking_all = abs(value) == position.seeds
         fresh = not history or as_position(list(history)[-1]).seeds != position.seeds
-        result.rule = "true" if result.cycles == "own" and taking_all and fresh else "split"
+        result.rule = Rule.TRUE if result.cycles == "own" and taking_all and fresh else Rule.SPLIT
         result.move = choice
         result.source = "table"
         result.line = [choice]
@@ -1553,7 +1552,7 @@ class _Run:
             result.value = int(score)
             result.exact = bool(proven)
             if not self.split:
-                result.rule = "split" if on_split else "true"
+                result.rule = Rule.SPLIT if on_split else Rule.TRUE
             result.depth = iteration
             self.houses = [int(h) for h in self.pv[self.root, : self.pv_length[self.root]]]
             result.move = HOUSE_LETTERS[self.position.to_move][self.houses[0]]

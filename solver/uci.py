@@ -56,10 +56,10 @@ from .early import parse as early_parse
 from .early import search as early_search
 from .errors import (
     AweleError,
-    IllegalMoveError,
+    IllegalRecordMoveError,
     InvalidPositionError,
 )
-from .limits import DEFAULT_QUIESCENCE, MAX_QUIESCENCE
+from .limits import CYCLES, DEFAULT_QUIESCENCE, MAX_QUIESCENCE
 from .report import MoveAnswer, Rule
 from .version import __version__
 
@@ -92,7 +92,6 @@ def response_margin(seconds: float) -> float:
     return min(RESPONSE_MARGIN, RESPONSE_SHARE * seconds)
 
 NULL_MOVE = "0000"
-RULE_WORDS = {"true": "true repetition rule", "split": "tables' convention (endless play split evenly)"}
 _DIAGRAM = re.compile(r"^(\d+)(?:-(\d+)){13}-([SN])$")
 _LETTERS = set("ABCDEFabcdef")  # position.HOUSE_LETTERS, without importing the kernels for `uci`
 MAX_LINE_BYTES = 1 << 20  # a longer command line is skipped whole (a game's moves take a few hundred bytes)
@@ -169,13 +168,10 @@ def parse_position(words: list[str]) -> Game:
             raise UciError(str(error)) from None
     else:
         raise UciError("position needs startpos or fen POSITION, then optionally moves")
-    game = Game(start)
-    for number, letter in enumerate(parse_moves(moves), 1):
-        try:
-            game.play(letter)
-        except IllegalMoveError as error:
-            raise UciError(f"move {number} ({letter}) is illegal: {error}") from None
-    return game
+    try:
+        return Game.parse(parse_moves(moves), start)
+    except IllegalRecordMoveError as error:
+        raise UciError(f"move {error.number} ({error.move}) is illegal: {error.reason}") from None
 
 
 @dataclass
@@ -562,7 +558,7 @@ class UciEngine:
                 raise UciError(f"{name}: write true or false, got {value!r}")
             self.options["usetables"] = value.lower() == "true"
         elif name == "cycles":
-            if value not in ("own", "split"):
+            if value not in CYCLES:
                 raise UciError(f"Cycles: write own or split, got {value!r}")
             self.options["cycles"] = value
         elif name == "evaluation":
@@ -844,7 +840,7 @@ class UciEngine:
         if answer.value is not None:
             kind = "exact" if answer.exact else "estimate"
             self.say(f"info string value {answer.value:+d} for the side to move, {kind}; "
-                     f"source {answer.source}; {RULE_WORDS[answer.rule.value]}")
+                     f"source {answer.source}; {answer.rule.describe()}")
 
 
 def _load_rules() -> None:

@@ -126,7 +126,7 @@ def play_both(seed):
         if state.is_terminal():
             assert game.is_over(), f"{where}: OpenSpiel ended the game, we did not ({position})"
             assert game.result() == board_of(state)[1], f"{where}: final totals"
-            assert game.outcome() == openspiel_outcome(state), f"{where}: winner"
+            assert game.outcome().winner == openspiel_outcome(state), f"{where}: winner"
             assert (game.end_reason == "repetition") == repeated, f"{where}: {game.end_reason} in {position}"
             if repeated:
                 # Repetition is about history: the position alone goes on.

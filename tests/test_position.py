@@ -278,7 +278,8 @@ def test_game_over(text, result, outcome):
     position = Position.from_string(text)
     assert position.is_over()
     assert position.result() == result
-    assert position.outcome() == outcome
+    assert position.outcome().winner == outcome
+    assert position.outcome().totals == result and position.outcome().reason == position.terminal_rule()
     assert position.legal_moves() == []
     with pytest.raises(GameOverError):
         position.play("A" if position.to_move == "S" else "a")
@@ -303,7 +304,7 @@ def test_a_capture_reaching_25_ends_the_game():
     assert str(after) == "0-0-0-0-0-0/0-0-0-0-0-4 N 25:19"
     assert after.is_over()
     assert after.result() == (25, 23)
-    assert after.outcome() == "S"
+    assert after.outcome().winner == "S" and after.outcome().reason == "25 seeds"
 
 
 # Games ----------------------------------------------------------------------------------
@@ -375,7 +376,8 @@ def test_repetition_ends_the_game_and_each_side_takes_its_own_seeds():
     assert game.is_over()
     assert game.end_reason == "repetition"
     assert game.result() == (12, 21)
-    assert game.outcome() == "N"
+    assert game.outcome().winner == "N" and game.outcome().reason == "repetition"
+    assert game.outcome().totals == (12, 21)
     # The position alone does not know its history: it goes on.
     assert not game.position.is_over()
     assert game.position.result() is None
@@ -423,3 +425,17 @@ def test_a_count_of_thousands_of_digits_is_a_named_error_not_a_traceback():
         Position.from_string("9" * 5000 + "-0-0-0-0-0/0-0-0-0-0-0 S 0:0")
     with pytest.raises(InvalidPositionError, match="digits"):
         Position.from_string(" ".join(["1" * 30] + ["0"] * 11))
+
+
+def test_game_parse_reads_records_letters_and_starts_alike():
+    from solver.errors import IllegalRecordMoveError, InvalidRecordError
+
+    by_record = Game.parse("1. F b 2. D a")
+    assert by_record.moves == ["F", "b", "D", "a"]
+    assert Game.parse(["F", "b", "D", "a"]).positions == by_record.positions
+    assert Game.parse("1. F b", str(Position.initial())).position == Game.parse("F b", Position.initial()).position
+    assert Game.parse(None).position == Game.parse("   ").position == Position.initial()
+    with pytest.raises(IllegalRecordMoveError) as raised:
+        Game.parse("1. F F")
+    assert (raised.value.number, raised.value.move) == (2, "F")
+    assert isinstance(raised.value, InvalidRecordError) and "move 2 (F) of the record" in str(raised.value)

@@ -25,7 +25,7 @@ def game_lost_by_repetition(max_seeds=10, seed=0):
         game = Game()
         while not game.is_over() and len(game.moves) < 600:
             game.play(rng.choice(game.legal_moves()))
-        if (game.end_reason == "repetition" and game.outcome() != "draw"
+        if (game.end_reason == "repetition" and game.outcome().winner != "draw"
                 and min(p.seeds for p in game.positions) <= max_seeds):
             return game
 
@@ -43,7 +43,7 @@ class FakeBounds:
 
 
 def loser_decisions(game, max_seeds):
-    loser = "S" if game.outcome() == "N" else "N"
+    loser = "S" if game.outcome().winner == "N" else "N"
     return loser, [ply for ply in range(len(game.moves))
                    if game.positions[ply].to_move == loser and game.positions[ply].seeds <= max_seeds]
 
@@ -115,7 +115,7 @@ def test_graphs_too_large_leave_the_game_unsettled(lost_game, monkeypatch):
 
 def test_the_command_judges_a_journal_with_real_bounds(table_dir, tmp_path, capsys):
     game = game_lost_by_repetition(max_seeds=8, seed=1)
-    winner = game.outcome()
+    winner = game.outcome().winner
     settings = {"kind": losses.JOURNAL_KIND, "engines": {"A": "a", "B": "b"}, "movetime": 1.0}
     record = {"number": 1, "south": "A", "record": game.record(), "result": list(game.result()),
               "winner": winner, "termination": "repetition"}
@@ -145,7 +145,7 @@ def test_worse_moves_bounds_the_moves_the_tables_value_below_their_best(table_di
     settings = {"kind": losses.JOURNAL_KIND, "engines": {"A": "a", "B": "b"}, "movetime": 1.0}
     said = [[ply, "A" if ply % 2 == 0 else "B", 5, 3, 0, f"move {ply}"] for ply in range(len(game.moves))]
     record = {"number": 1, "south": "A", "record": game.record(), "result": list(game.result()),
-              "winner": game.outcome(), "termination": "repetition", "moves": said}
+              "winner": game.outcome().winner, "termination": "repetition", "moves": said}
     journal = tmp_path / "match.jsonl"
     journal.write_text(json.dumps(settings) + "\n" + json.dumps(record) + "\n")
     assert losses.main([str(journal), "--tables", table_dir, "--max-seeds", "12", "--worse-moves", "--engine", "A",

@@ -145,3 +145,13 @@ def test_awele_best_names_the_true_rule_move_and_renders_records(table_dir, tabl
         if move.repeats:
             assert (row["value"], row["rule"]) == (move.value, "true")
     assert data["source"] == "table"
+
+
+def test_rule_reads_the_cycles_words_and_its_own():
+    # `cycles` ("own"/"split": the documented argument, the UCI option, the JSON field) and a rule's text name one Rule.
+    for rule in Rule:
+        assert Rule.parse(rule) is rule and Rule.parse(rule.value) is rule and Rule.parse(rule.cycles) is rule
+    assert Rule.parse("own") is Rule.TRUE and Rule.SPLIT.cycles == "split"
+    assert "true repetition rule" in Rule.TRUE.describe() and "convention" in Rule.SPLIT.describe()
+    with pytest.raises(ValueError):
+        Rule.parse("draw")

@@ -45,8 +45,9 @@ from ..errors import (
     TableError,
 )
 from ..limits import CYCLES
-from ..position import parse_record
+from ..position import Game
 from ..probe import Tablebase
+from ..report import Rule
 from ..version import __version__
 from .worker import JobError, JobTimeout, Worker
 
@@ -109,8 +110,9 @@ class LineRequest(GameRequest):
 class SearchRequest(GameRequest):
     time: float = Field(1.0, gt=0, allow_inf_nan=False, strict=True,
                         description="Seconds to search; the server caps it (see /api/info).")
-    cycles: str = Field("own", pattern="^(own|split)$",
-                        description="Repetition: own = the true rule over the game; split = the tables' (0).")
+    cycles: str = Field(Rule.TRUE.cycles, pattern=f"^({'|'.join(CYCLES)})$",
+                        description=f"Repetition: own = {Rule.TRUE.describe()} over the game; "
+                        f"split = {Rule.SPLIT.describe()}.")
     move_values: bool = Field(True, strict=True,
                               description="Also search every legal move (half the time for the position, "
                                           "half shared by the moves).")
@@ -495,8 +497,8 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
         searches at most max_analysis_time."""
 
         def check():
-            game = parse_game(request.position, request.record)
-            return len(parse_record(request.record)), game
+            game = Game.parse(request.record, request.position)
+            return len(game.moves), game
 
         from ..analysis import MIN_TIME_PER_PLY
 
