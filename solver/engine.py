@@ -612,7 +612,9 @@ def _refined(position: Position, score: MoveValue, bounds: Bounds | None) -> Mov
     else:
         value, exact = min(max(score.value, low), high), False
     ended = score.outcome if score.outcome is not None and score.outcome.reason is not None else None
-    return MoveValue.of(position, score.move, score.captured, value, exact, Rule.TRUE, score.repeats, ended)
+    # The tables' distance to conversion stays with a value the proof leaves as it was.
+    distance = score.distance if value == score.value else None
+    return MoveValue.of(position, score.move, score.captured, value, exact, Rule.TRUE, score.repeats, ended, distance)
 
 
 def _from_bounds(game: Game, bounds: Bounds) -> list[MoveValue]:
