@@ -274,13 +274,13 @@ SEARCH_COMPILE_SECONDS = 20  # numba's first compilation of the search's kernels
 
 def search_kernels_cached() -> bool:
     """Whether numba's cache holds the search kernel (else the first Searcher compiles it)."""
-    from . import search
+    from . import alphabeta
 
-    # Numba's own idea of where search.py's kernels are cached ($NUMBA_CACHE_DIR or __pycache__).
-    folder = getattr(getattr(search.tt_probe, "_cache", None), "_cache_path", None) or os.path.join(
-        os.path.dirname(os.path.abspath(search.__file__)), "__pycache__")
+    # Numba's own idea of where alphabeta.py's kernels are cached ($NUMBA_CACHE_DIR or __pycache__).
+    folder = getattr(getattr(alphabeta.tt_probe, "_cache", None), "_cache_path", None) or os.path.join(
+        os.path.dirname(os.path.abspath(alphabeta.__file__)), "__pycache__")
     try:
-        return any(name.startswith("search._search-") and name.endswith(".nbi") for name in os.listdir(folder))
+        return any(name.startswith("alphabeta.alpha_beta-") and name.endswith(".nbi") for name in os.listdir(folder))
     except OSError:
         return False
 

@@ -15,22 +15,16 @@ from hypothesis import strategies as st
 from naive_search import TooLarge, naive_estimate, naive_search_value
 from naive_solver import naive_value
 
-from solver import Position, evaluation, index
+from solver import Position, evaluation, index, search_run
 from solver import search as search_module
+from solver.alphabeta import INFINITE, tt_probe, tt_store, tt_unpack
 from solver.cli import cli
 from solver.errors import GameOverError, MissingTableError, TablebaseClosedError
 from solver.position import HOUSE_LETTERS, Game
 from solver.probe import Tablebase
 from solver.report import move_rows
-from solver.search import (
-    MAX_PLY,
-    Searcher,
-    SearchError,
-    search,
-    tt_probe,
-    tt_store,
-    tt_unpack,
-)
+from solver.search import MAX_PLY, Searcher, SearchError, SearchResult, search
+from solver.search_run import SearchRun
 from solver.table_reader import TableReader
 
 EVERY_POSITION_LAYERS = (2, 3, 4, 5, 6)
@@ -555,7 +549,7 @@ def test_tables_that_arrive_during_a_search_are_used_by_its_next_iterations(tabl
         reader(self, layers)
 
     monkeypatch.setattr(TableReader, "_read_in_background", held_back)
-    monkeypatch.setattr(search_module, "ARRIVAL_REACH", reach)
+    monkeypatch.setattr(search_run, "ARRIVAL_REACH", reach)
     for position, value in cases:
         gate.clear()
         searcher = Searcher(table_dir, hash_mb=8, threads=1)
@@ -661,15 +655,6 @@ def test_a_depth_limited_entry_cuts_as_an_estimate_and_never_in_bounds(table_dir
     assert result.lower <= truth <= result.upper  # the bounds searched the child
 
 
-def _split_run(searcher, position, threads, cycles="own"):
-    from solver.search import SearchResult, _Run, _Workers
-
-    run = _Run(searcher, position, None, cycles, SearchResult(position, cycles), None, 0.0, threads, None)
-    if threads > 1:
-        run._workers = _Workers(run, threads - 1)
-    return run
-
-
 @pytest.mark.parametrize("split_depth", [1, 3])
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seeds=st.integers(24, 40), depth=st.integers(3, 7), rng_seed=st.integers(0, 10**6))
@@ -678,9 +663,7 @@ def test_a_split_search_gives_the_bounds_of_one_kernel(table_dir, monkeypatch, s
     with proven entries only, so its value does not depend on the order its
     moves are searched in: split over threads down to `split_depth` plies
     from the horizon it must equal the kernel's, and its line must be legal."""
-    import solver.search as search_module
-
-    monkeypatch.setattr(search_module, "SPLIT_DEPTH", split_depth)
+    monkeypatch.setattr(search_run, "SPLIT_DEPTH", split_depth)
     position = random_position(seeds, random.Random(rng_seed))
     if position.is_over():
         return
@@ -689,12 +672,9 @@ def test_a_split_search_gives_the_bounds_of_one_kernel(table_dir, monkeypatch, s
     for threads in (1, 2, 3):
         for horizon in (1, -1):
             searcher.tt[:] = 0
-            run = _split_run(searcher, position, threads)
-            try:
+            run = SearchRun(searcher, position, None, "own", SearchResult(position, "own"), None, 0.0, threads, None)
+            with run.split_threads():  # the other threads of the split search, when more than one
                 score, _, nodes, aborted, _ = run.iterate(depth, horizon=horizon)
-            finally:
-                if run._workers is not None:
-                    run._workers.close()
             assert not aborted and nodes > 0
             values[threads, horizon] = score
             line = Game(position)
@@ -714,9 +694,7 @@ def test_a_search_split_at_every_node_is_exact(table_dir, tablebase, monkeypatch
     """Splitting every node of the leftmost line, down to the horizon, keeps
     exact values exact: the table's value in "split" mode, and the first
     repetition game's in "own" mode (checked against the naive reference)."""
-    import solver.search as search_module
-
-    monkeypatch.setattr(search_module, "SPLIT_DEPTH", 1)
+    monkeypatch.setattr(search_run, "SPLIT_DEPTH", 1)
     position = random_position(seeds, random.Random(rng_seed))
     if position.is_over():
         return
@@ -920,12 +898,11 @@ def test_an_iteration_cut_short_by_the_end_gives_its_best_move_so_far(table_dir,
     then the stop flag, as the timer sets it) gives the best of the root
     moves that depth searched to the end, with its line; `depth` stays 6."""
     from solver.clock import STOP, STOPPED
-    from solver.search import _Run
 
     position = Position.from_string("3-5-0-6-4-5/5-4-1-5-5-5 S")
-    iterate = _Run.iterate
+    iterate = SearchRun.iterate
 
-    def stopped_in_depth_7(self, depth, budget=search_module.UNLIMITED, horizon=0):
+    def stopped_in_depth_7(self, depth, budget=search_run.UNLIMITED, horizon=0):
         if depth < 7:
             return iterate(self, depth, budget, horizon)
         # Depth 7 as the kernel alone (as under a node limit) counts its nodes
@@ -940,7 +917,7 @@ def test_an_iteration_cut_short_by_the_end_gives_its_best_move_so_far(table_dir,
         self.control[STOP] = STOPPED
         return answer
 
-    monkeypatch.setattr(_Run, "iterate", stopped_in_depth_7)
+    monkeypatch.setattr(SearchRun, "iterate", stopped_in_depth_7)
     searcher = Searcher(table_dir, max_table_seeds=6, hash_mb=8, threads=1)
     result = searcher.search(position, time=600.0, threads=threads)
     assert result.cut_short and result.depth == 6 and not result.exact
@@ -1004,8 +981,6 @@ def test_each_iteration_searches_the_last_best_move_first(table_dir):
     by an earlier search, where the line above differed) would put that move
     first: the run has the entry name the last best move instead, its score
     and depth kept."""
-    from solver.search import INFINITE, SearchResult, _Run
-
     position = next(p for p in (random_position(30, random.Random(seed)) for seed in range(100))
                     if not p.is_over() and len(p.legal_moves()) >= 2)
     searcher = Searcher(table_dir, max_table_seeds=6, threads=1)
@@ -1017,10 +992,10 @@ def test_each_iteration_searches_the_last_best_move_first(table_dir):
 
     def first_searched(run):
         # One node: the root's moves come back in the order searched.
-        run._kernel(run.main, run.root, 6, (-INFINITE, INFINITE), 0, 1, 0)
+        run.kernel(run.main, run.root, 6, (-INFINITE, INFINITE), 0, 1, 0)
         return int(run.main.top_moves[0, 0])
 
-    run = _Run(searcher, position, None, "own", SearchResult(position, "own"), None, 0.0, 1, None)
+    run = SearchRun(searcher, position, None, "own", SearchResult(position, "own"), None, 0.0, 1, None)
     assert first_searched(run) == other  # the hazard: the stored entry's move first
     run.houses = [best]  # as after an iteration that found `best`
     run._first_at_root()
@@ -1029,7 +1004,7 @@ def test_each_iteration_searches_the_last_best_move_first(table_dir):
     fresh = Searcher(table_dir, max_table_seeds=6, threads=1, hash_mb=1)  # no entry: one of depth 0 is made
     fresh.search(position, depth=1, cycles="own")
     fresh.tt[:] = 0
-    run = _Run(fresh, position, None, "own", SearchResult(position, "own"), None, 0.0, 1, None)
+    run = SearchRun(fresh, position, None, "own", SearchResult(position, "own"), None, 0.0, 1, None)
     run.houses = [other]
     run._first_at_root()
     assert first_searched(run) == other
