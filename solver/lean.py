@@ -62,23 +62,24 @@ compare-and-swap of the byte it shares with its neighbour. Files are created
 exclusively (never through a link), checked by a checksum as they are read
 (not zlib's CRC-32: it was the stages' bottleneck) and removed once used; a
 full disk stops the build in one line (BuildError), the last step kept.
+
+The kernels (codes, passes, propagation, rebuilding) are in solver.lean_kernels,
+the scratch files (names, checksum, readers, the queue) in solver.lean_files;
+this module drives them: the journal, the exit passes and the stages.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
 import re
 import resource
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
 
 from . import exits, index, layer_state, stages, tables
 from .disk import (
@@ -90,21 +91,49 @@ from .disk import (
     check_seconds,
     encode_journal,
     recorded_journal,
-    remove_own,
     same,
     say,
 )
-from .disk import own_files as folder_files
-from .errors import BuildError, ScratchError
-from .intrinsics import atomic_add, compare_and_swap, prefetch
+from .errors import ScratchError
 from .layers import LayerStore, byte_histogram
-from .rules import ROW, legal_mask, play
+from .lean_files import (
+    RankQueue,
+    StreamReader,
+    checksum,
+    counts_name,
+    create_exclusive,
+    journal_path,
+    own_files,
+    piece_sum,
+    pread_into,
+    queue_name,
+    remove_layer_files,
+    state_name,
+    write_error,
+)
+from .lean_kernels import (
+    EARLIER,
+    EXIT_BIT,
+    LOST,
+    WON,
+    code_of,
+    exit_seen,
+    rebuild_counts,
+    rebuild_mark,
+    rebuild_seeds,
+    set_code,
+    settle_chunk,
+    tell_ranks,
+    told,
+    unresolved,
+    value_counts,
+)
 
-EARLIER = 7  # resolved at an earlier stage: its value is in the state file
-LOST = 8  # lost at -k this stage: no unrefuted child and the exit bit set
-WON = 15  # won at +k this stage
-EXIT_BIT = 8  # set in an unresolved code once its best exit is at most -k
-CODE = 0xF
+# Re-exported: the tests and tools know them as lean's.
+__all__ = ["EARLIER", "EXIT_BIT", "LOST", "WON", "LeanLayer", "RankQueue", "StreamReader", "StreamWriter", "checksum",
+           "code_of", "counts_name", "exit_seen", "journal_path", "own_files", "remove_layer_files", "set_code",
+           "state_name", "told", "unresolved"]
+
 CHUNK = 1 << 19  # ranks a sequential pass over the state file takes at a time (a multiple of BLOCK)
 EXIT_SLICE = 1 << 22  # the fewest ranks a block of the state file has (block_ranks)
 BLOCKS_A_PASS = 256  # a pass over the state file records a step (the journal) this many times at most
@@ -116,439 +145,6 @@ ENTRY_BYTES = 8  # a queued entry: the rank (int64)
 STAGE_BUFFERS = STACK * (24 + 2 * ENTRY_BYTES) + CHUNK * ENTRY_BYTES + (4 << 20)
 EXIT_BUFFERS = layer_state.WORK_SLOTS * layer_state.BLOCK * 6 * 24 + (4 << 20)
 MIN_STACK = 2 * (layer_state.BATCH + layer_state.MAX_PREDECESSORS) + 2  # a batch's pushes and a refill fit
-
-
-# Codes -----------------------------------------------------------------------------
-
-
-@njit(cache=True, inline="always")
-def code_of(codes: np.ndarray, rank: int) -> int:
-    """The 4-bit code of `rank` (two a byte, the low nibble the even rank)."""
-    return (np.int64(codes[rank >> 1]) >> ((rank & 1) << 2)) & CODE
-
-
-@njit(cache=True, inline="always")
-def set_code(codes: np.ndarray, rank: int, code: int) -> None:
-    """Give `rank` the 4-bit `code`, its neighbour's nibble kept."""
-    shift = (rank & 1) << 2
-    codes[rank >> 1] = np.uint8((np.int64(codes[rank >> 1]) & ~(CODE << shift) & 0xFF) | (code << shift))
-
-
-@njit(cache=True, inline="always")
-def unresolved(code: int) -> bool:
-    return code != EARLIER and code != LOST and code != WON
-
-
-@njit(cache=True, inline="always")
-def told(code: int, child_lost: bool) -> int:
-    """The code of an unresolved position once told that a child was lost
-    (-k: it is won) or won (+k: one unrefuted child less; none left with the
-    exit bit set is LOST, code 9 - 1)."""
-    return WON if child_lost else code - 1
-
-
-@njit(cache=True, inline="always")
-def exit_seen(code: int, exit: int | np.integer, stage: int) -> int:
-    """The code of an unresolved position at the start of stage `stage`, its
-    best exit being `exit`: WON at +stage, the exit bit set at or below
-    -stage (LOST with no unrefuted child left): below only at the first
-    stage, where it is set for no exit at all (NO_EXIT)."""
-    if exit == stage:
-        return WON
-    if exit <= -stage:
-        return code | EXIT_BIT
-    return code
-
-
-# Kernels ---------------------------------------------------------------------------
-
-
-SETTLE_PIECE = 1 << 15  # ranks of a chunk a thread settles at a time (even: whole bytes of codes)
-NIBBLE_LOW = np.uint64(0x1111111111111111)  # the low bit of each nibble of a word
-BYTE_ONES = np.uint64(0x0101010101010101)
-BYTE_HIGH = np.uint64(0x8080808080808080)
-
-
-@njit(cache=True, inline="always")
-def _any_byte(word, pattern):
-    """Whether any byte of `word` equals the byte repeated in `pattern`."""
-    diff = word ^ pattern
-    return ((diff - BYTE_ONES) & ~diff & BYTE_HIGH) != 0
-
-
-@njit(cache=True, inline="always")
-def _any_resolved_now(word):
-    """Whether any nibble of a word of codes is WON (15) or LOST (8)."""
-    won = word & (word >> np.uint64(1)) & (word >> np.uint64(2)) & (word >> np.uint64(3))
-    lost = (word >> np.uint64(3)) & ~(word >> np.uint64(2)) & ~(word >> np.uint64(1)) & ~word
-    return ((won | lost) & NIBBLE_LOW) != 0
-
-
-@njit(cache=True, inline="always")
-def _settle_rank(stage, rank, i, state, codes, seeds_found, found):
-    code = code_of(codes, rank)
-    if code in (WON, LOST):
-        state[i] = np.int8(stage + 1 if code == WON else -(stage + 1))
-        set_code(codes, rank, EARLIER)
-    elif code != EARLIER:
-        if stage == 0:
-            state[i] = 0
-            return found
-        new = exit_seen(code, layer_state.pending_exit(state[i]), stage)
-        if new != code:
-            set_code(codes, rank, new)
-            if new in (WON, LOST):
-                seeds_found[found] = rank
-                found += 1
-    return found
-
-
-@njit(cache=True, inline="always")
-def _settle_piece(stage, lo, start, stop, state, codes, seeds_found, state_words, code_words, patterns):
-    """settle_chunk for ranks lo+start..lo+stop-1; the seeds go to
-    seeds_found[start:], returns how many. Sixteen ranks at a time whose
-    codes hold no result of the last stage and whose state bytes hold none
-    of the stage's exits (`patterns`) are passed in three tests: most are."""
-    found = start
-    i = start
-    while i < stop:
-        if stage > 0 and i + 16 <= stop and (lo + i) % 16 == 0:
-            words = state_words[i >> 3], state_words[(i >> 3) + 1]
-            if not _any_resolved_now(code_words[(lo + i) >> 4]) and not (
-                    _any_byte(words[0], patterns[0]) or _any_byte(words[0], patterns[1])
-                    or _any_byte(words[0], patterns[2]) or _any_byte(words[1], patterns[0])
-                    or _any_byte(words[1], patterns[1]) or _any_byte(words[1], patterns[2])):
-                i += 16
-                continue
-            for j in range(i, i + 16):
-                found = _settle_rank(stage, lo + j, j, state, codes, seeds_found, found)
-            i += 16
-            continue
-        found = _settle_rank(stage, lo + i, i, state, codes, seeds_found, found)
-        i += 1
-    return found - start
-
-
-@njit(cache=True, parallel=True)
-def settle_chunk(stage: int, first: bool, lo: int, size: int, state: np.ndarray, codes: np.ndarray,
-                 seeds_found: np.ndarray) -> int:
-    """The pass over the state-file bytes of ranks lo..lo+size-1 (in
-    state[:size]) at the start of stage `stage`: stage + 1's results
-    written as values (their codes become EARLIER), the exit bit set where
-    E <= -stage (E = -stage, or at the `first` stage no exit at all), the
-    stage's seeds resolved (WON, or LOST) and their ranks put in
-    seeds_found, in rank order; returns how many. Stage 0 is the end:
-    stage 1's results, and 0 for what no stage resolved. `lo` is a multiple
-    of 16 and state and codes are whole words (len a multiple of 8). Threads
-    take pieces of an even number of ranks as they become free (a busy core
-    takes fewer), so no two write one byte of codes."""
-    pieces = (size + SETTLE_PIECE - 1) // SETTLE_PIECE
-    found = np.zeros(pieces, dtype=np.int64)
-    state_words = state.view(np.uint64)
-    code_words = codes.view(np.uint64)
-    exits = (stage, -stage, layer_state.NO_EXIT if first else -stage)
-    patterns = (np.uint64(np.int64(layer_state.pending(exits[0])) & 0xFF) * BYTE_ONES,
-                np.uint64(np.int64(layer_state.pending(exits[1])) & 0xFF) * BYTE_ONES,
-                np.uint64(np.int64(layer_state.pending(exits[2])) & 0xFF) * BYTE_ONES)
-    counter = np.zeros(1, dtype=np.int64)
-    for _slot in prange(layer_state.WORK_SLOTS):
-        while True:
-            piece = atomic_add(counter, 0, np.int64(1))
-            if piece >= pieces:
-                break
-            start = piece * SETTLE_PIECE
-            found[piece] = _settle_piece(stage, lo, start, min(size, start + SETTLE_PIECE), state, codes,
-                                         seeds_found, state_words, code_words, patterns)
-    total = 0
-    for piece in range(pieces):
-        start = piece * SETTLE_PIECE
-        for k in range(found[piece]):
-            seeds_found[total + k] = seeds_found[start + k]
-        total += found[piece]
-    return total
-
-
-@njit(cache=True)
-def fill_stack(seeds: int, ranks: np.ndarray, stack: np.ndarray, stack_movers: np.ndarray,
-               stack_opponents: np.ndarray, depth: int, rows: tuple[np.ndarray, ...]) -> int:
-    """Push `ranks` (resolved this stage) on the stack with their words; returns the new depth."""
-    for i in range(ranks.shape[0]):
-        mover, opponent = index.unrank_fast(seeds, ranks[i], rows[0], rows[1], rows[2], rows[3])
-        stack[depth] = ranks[i]
-        stack_movers[depth] = mover
-        stack_opponents[depth] = opponent
-        depth += 1
-    return depth
-
-
-@njit(cache=True, inline="always")
-def _tell(codes, rank, child_lost, shared):
-    """Tell unresolved `rank` that a child was lost or won (told()); when
-    the codes are `shared` by threads, with a compare-and-swap of its byte:
-    a neighbour's nibble may change under another thread at the same time.
-    Returns whether this resolved it."""
-    at = rank >> 1
-    shift = (rank & 1) << 2
-    if not shared:
-        code = code_of(codes, rank)
-        if not unresolved(code):
-            return False
-        code = told(code, child_lost)
-        set_code(codes, rank, code)
-        return code in (WON, LOST)
-    while True:
-        old = codes[at]
-        code = (np.int64(old) >> shift) & CODE
-        if not unresolved(code):
-            return False
-        new = told(code, child_lost)
-        byte = np.uint8((np.int64(old) & ~(CODE << shift) & 0xFF) | (new << shift))
-        if compare_and_swap(codes, at, old, byte):  # type: ignore[call-arg]  # numba: @intrinsic
-            return new in (WON, LOST)
-
-
-@njit(cache=True)
-def drain_stack(stage: int, seeds: int, codes: np.ndarray, stack: np.ndarray, stack_movers: np.ndarray,
-                stack_opponents: np.ndarray, depth: int, found: np.ndarray, movers: np.ndarray,
-                opponents: np.ndarray, child_lost: np.ndarray, tally: np.ndarray, shared: bool) -> int:
-    """Tell the predecessors of the positions on the stack, a batch at a time,
-    and push those they resolve. Returns the depth left: 0 when all is told,
-    or more when the stack has no room for another batch's pushes (the
-    caller moves some of it elsewhere and calls again). tally[0] counts the
-    predecessors told. With `shared`, other threads update the codes too."""
-    room = stack.shape[0] - layer_state.BATCH - layer_state.MAX_PREDECESSORS
-    while depth > 0 and depth <= room:
-        count = 0
-        while depth > 0 and count < layer_state.BATCH:
-            depth -= 1
-            lost = code_of(codes, stack[depth]) == LOST
-            added = layer_state.predecessors(stack_movers[depth], stack_opponents[depth], seeds, 0, 0, codes, codes,
-                                            False, False, found, count, movers, opponents)
-            child_lost[count:added] = lost
-            count = added
-        # The batch's codes are fetched at once, so their misses overlap.
-        for i in range(count):
-            prefetch(codes, found[i] >> 1)  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
-        for i in range(count):
-            if _tell(codes, found[i], child_lost[i], shared):
-                stack[depth] = found[i]
-                stack_movers[depth] = movers[i]
-                stack_opponents[depth] = opponents[i]
-                depth += 1
-        tally[0] += count
-    return depth
-
-
-SEED_TAKE = 64  # ranks a thread takes at once from those it is given to tell of
-
-
-@njit(cache=True, parallel=True)
-def tell_ranks(stage: int, seeds: int, codes: np.ndarray, ranks: np.ndarray, counter: np.ndarray,
-               stacks: np.ndarray, stack_movers: np.ndarray, stack_opponents: np.ndarray, depths: np.ndarray,
-               overflow: np.ndarray, overflowed: np.ndarray, found: np.ndarray, movers: np.ndarray,
-               opponents: np.ndarray, child_lost: np.ndarray, tallies: np.ndarray, rows: tuple[np.ndarray, ...],
-               shared: bool) -> None:
-    """Tell of `ranks` (resolved this stage) and of all they resolve in turn,
-    depth first, on as many threads as `stacks` has rows (with `shared`, as
-    numba has them): each takes SEED_TAKE ranks at a time from counter[0]
-    as it becomes free and drains its stack (row t of the 2-D arrays). A
-    stack without room gives its older half to its thread's `overflow`
-    (ranks; overflowed[t] of them); a thread whose overflow cannot take it
-    stops, its stack left at depths[t]. The caller queues what is left:
-    the overflows, the stacks, and ranks[counter[0]:] if a thread stopped
-    before they were taken. One call waits for its threads once."""
-    size = ranks.shape[0]
-    for thread in prange(stacks.shape[0]):
-        stack, stack_mover, stack_opponent = stacks[thread], stack_movers[thread], stack_opponents[thread]
-        depth = depths[thread]
-        while True:
-            if depth == 0:
-                first = atomic_add(counter, 0, np.int64(SEED_TAKE))
-                if first >= size:
-                    break
-                depth = fill_stack(seeds, ranks[first : min(size, first + SEED_TAKE)], stack, stack_mover,
-                                   stack_opponent, 0, rows)
-            depth = drain_stack(stage, seeds, codes, stack, stack_mover, stack_opponent, depth, found[thread],
-                                movers[thread], opponents[thread], child_lost[thread], tallies[thread], shared)
-            if depth == 0:
-                continue
-            half = depth // 2
-            if overflowed[thread] + half > overflow.shape[1]:
-                break
-            for i in range(half):
-                overflow[thread, overflowed[thread] + i] = stack[i]
-            overflowed[thread] += half
-            for i in range(depth - half):
-                stack[i] = stack[half + i]
-                stack_mover[i] = stack_mover[half + i]
-                stack_opponent[i] = stack_opponent[half + i]
-            depth -= half
-        depths[thread] = depth
-
-
-@njit(cache=True)
-def value_counts(state: np.ndarray, seeds: int, counts: np.ndarray) -> None:
-    """Add the values of `state` (settled, in -seeds..seeds) to counts[d + seeds]."""
-    for i in range(state.shape[0]):
-        counts[np.int64(state[i]) + seeds] += 1
-
-
-# Rebuilding the codes from the state file (a resumed layer) -------------------------
-
-
-@njit(cache=True)
-def rebuild_mark(lo: int, size: int, state: np.ndarray, codes: np.ndarray) -> None:
-    """The first sweep of rebuild_codes over ranks lo..lo+size-1 (state[:size]):
-    a value above 0 in the state file is WON, below 0 LOST, 0 (endless play,
-    the last pass) EARLIER; a pending position is 0 until counted."""
-    for i in range(size):
-        byte = state[i]
-        if layer_state.resolved(byte):
-            set_code(codes, lo + i, WON if byte > 0 else (LOST if byte < 0 else EARLIER))
-        else:
-            set_code(codes, lo + i, 0)
-
-
-@njit(cache=True, inline="always")
-def _recount(seeds, stage, rank, exit, codes, rows):
-    """The code of unresolved `rank` (its exit `exit`) at stage `stage`, counted
-    from its in-layer children: those WON in the state file are refuted, one
-    LOST there (or found lost by this sweep) makes it a WON seed, returned as
-    EARLIER (rebuild_seeds makes it WON: seen as WON now, its parents would
-    count it refuted before it is told of); E = +stage is a WON seed too."""
-    mover, opponent = index.unrank_fast(seeds, rank, rows[0], rows[1], rows[2], rows[3])
-    mask = legal_mask(mover, opponent)
-    count = 0
-    won = exit == stage
-    for house in range(ROW):
-        if mask & (1 << house):
-            captured, child_mover, child_opponent = play(mover, opponent, house)
-            if captured == 0:
-                child = code_of(codes, index.rank_packed(child_mover, child_opponent, seeds))
-                if child == LOST:
-                    won = True
-                elif child != WON:
-                    count += 1
-    if won:
-        return EARLIER
-    return count | (EXIT_BIT if exit <= -stage else 0)
-
-
-@njit(cache=True, parallel=True)
-def rebuild_counts(seeds: int, stage: int, lo: int, size: int, state: np.ndarray, codes: np.ndarray,
-                   rows: tuple[np.ndarray, ...]) -> None:
-    """The second sweep of rebuild_codes: the code of each pending rank of
-    lo..lo+size-1 (`lo` even) from its children (_recount). Threads take
-    pieces of an even number of ranks, so no two write one byte; what one
-    reads of another's is WON (never written here) or LOST (read early or
-    late, the same values follow: the child is lost at -stage either way)."""
-    pieces = (size + SETTLE_PIECE - 1) // SETTLE_PIECE
-    counter = np.zeros(1, dtype=np.int64)
-    for _slot in prange(layer_state.WORK_SLOTS):
-        while True:
-            piece = atomic_add(counter, 0, np.int64(1))
-            if piece >= pieces:
-                break
-            for i in range(piece * SETTLE_PIECE, min(size, (piece + 1) * SETTLE_PIECE)):
-                byte = state[i]
-                if not layer_state.resolved(byte):
-                    set_code(codes, lo + i, _recount(seeds, stage, lo + i, layer_state.pending_exit(byte), codes, rows))
-
-
-@njit(cache=True)
-def rebuild_seeds(lo: int, size: int, state: np.ndarray, codes: np.ndarray, seeds_found: np.ndarray) -> int:
-    """The last sweep of rebuild_codes: what the state file holds resolved is
-    EARLIER; a pending rank left EARLIER by rebuild_counts is a WON seed, one
-    left LOST (no unrefuted child, the exit bit set) a LOST seed: their ranks
-    go to seeds_found, in rank order; returns how many."""
-    found = 0
-    for i in range(size):
-        rank = lo + i
-        if layer_state.resolved(state[i]):
-            set_code(codes, rank, EARLIER)
-            continue
-        code = code_of(codes, rank)
-        if code == EARLIER:
-            set_code(codes, rank, WON)
-        if code in (EARLIER, LOST):
-            seeds_found[found] = rank
-            found += 1
-    return found
-
-
-# Scratch files ---------------------------------------------------------------------
-
-WEIGHT = np.uint64(0x9E3779B97F4A7C15)  # an odd multiplier: word j of a file weighs (j * WEIGHT) | 1
-MIX = np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's multiplier
-
-
-@njit(cache=True, inline="always")
-def _mix(word: np.uint64, place: np.uint64) -> np.uint64:
-    """Word `word` at word `place` of a file, mixed (splitmix64's finaliser
-    over the word times an odd weight of its place): a change of any bit of
-    the word changes about half the bits of the term."""
-    term = word * ((place * WEIGHT) | np.uint64(1)) + place
-    term ^= term >> np.uint64(31)
-    term *= MIX
-    term ^= term >> np.uint64(29)
-    return term
-
-
-@njit(cache=True)
-def checksum(data: np.ndarray, offset: int) -> np.uint64:
-    """The checksum of bytes `data` lying at byte `offset` (a multiple of 8)
-    of a file: the sum, wrapping at 2**64, of each 8-byte word mixed with
-    its place (_mix). Files are summed a piece at a time, in any pieces
-    (the sums add up), inside a kernel at several GB/s, where zlib's CRC-32
-    ran at 0.7 GB/s here: the stages pass their state file once a stage.
-    The mixing spreads every bit of a word over the whole term: a plain
-    weighted sum let two changes of a word's top bit cancel (2**63 twice),
-    and a pass that rewrote two such bytes in one block looked unchanged."""
-    words = data.shape[0] // 8
-    view = data[: words * 8].view(np.uint64)
-    first = np.uint64(offset // 8)
-    total = np.uint64(0)
-    for j in range(words):
-        total += _mix(view[j], first + np.uint64(j))
-    if data.shape[0] > words * 8:
-        tail = np.uint64(0)
-        for i in range(data.shape[0] - words * 8):
-            tail |= np.uint64(np.uint8(data[words * 8 + i])) << np.uint64(8 * i)  # int8 bytes are not sign-extended
-        total += _mix(tail, first + np.uint64(words))
-    return total
-
-
-def _sum(view: memoryview, offset: int) -> int:
-    if offset % 8:
-        raise ValueError(f"a piece of a file is summed from a multiple of 8 bytes, not {offset}")
-    return int(checksum(np.frombuffer(view, dtype=np.uint8), offset))
-
-
-
-def _disk_error(error: OSError, scratch: str, seeds: int) -> BuildError:
-    if error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return BuildError(f"the scratch folder {scratch} is full (layer {seeds}, lean stages); the layers built are "
-                          "kept: free some space (or give another --scratch) and build again")
-    return BuildError(f"cannot write in the scratch folder {scratch}: {error.strerror}")
-
-
-def _create(path: str, scratch: str, seeds: int) -> int:
-    try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    except OSError as error:
-        raise _disk_error(error, scratch, seeds) from None
-
-
-def _write_all(descriptor: int, data: np.ndarray, offset: int | None = None) -> int:
-    """Write `data` at `offset` (or where the file is); return its checksum as a file of its own."""
-    view = memoryview(np.ascontiguousarray(data).view(np.uint8))  # type: ignore[arg-type]  # a buffer
-    done = 0
-    while done < len(view):
-        if offset is None:
-            done += os.write(descriptor, view[done:])
-        else:
-            done += os.pwrite(descriptor, view[done:], offset + done)
-    return _sum(view, 0)
 
 
 def write_piece(descriptor: int, view: memoryview) -> None:
@@ -566,7 +162,7 @@ class StreamWriter:
 
     def __init__(self, path: str, scratch: str, seeds: int) -> None:
         self.path, self.scratch, self.seeds = path, scratch, seeds
-        self.descriptor: int | None = _create(path, scratch, seeds)
+        self.descriptor: int | None = create_exclusive(path, scratch, seeds)
         self.crc = 0
         self.bytes = 0
 
@@ -577,8 +173,8 @@ class StreamWriter:
             write_piece(self.descriptor, view)
         except OSError as error:
             self.abandon()
-            raise _disk_error(error, self.scratch, self.seeds) from None
-        self.crc = (self.crc + _sum(view, self.bytes)) & 0xFFFFFFFFFFFFFFFF
+            raise write_error(error, self.scratch, self.seeds) from None
+        self.crc = (self.crc + piece_sum(view, self.bytes)) & 0xFFFFFFFFFFFFFFFF
         self.bytes += len(view)
 
     def close(self, sync: bool = False) -> int:
@@ -592,7 +188,7 @@ class StreamWriter:
             self.descriptor = None
             with contextlib.suppress(OSError):
                 os.remove(self.path)
-            raise _disk_error(error, self.scratch, self.seeds) from None
+            raise write_error(error, self.scratch, self.seeds) from None
         self.descriptor = None
         return self.crc
 
@@ -602,107 +198,6 @@ class StreamWriter:
             self.descriptor = None
             with contextlib.suppress(OSError):
                 os.remove(self.path)
-
-
-class StreamReader:
-    """A scratch file read in order, a piece at a time; its size checked when
-    opened and its checksum once read to the end (finish), as disk.read_lines
-    checks a whole one's CRC-32. What was read before a damage is found is used only
-    by work that is not kept: the step that reads it raises before it ends."""
-
-    def __init__(self, path: str, size: int, crc: int) -> None:
-        self.path, self.crc = path, crc
-        try:
-            self.descriptor: int | None = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as error:
-            raise ScratchError(f"cannot read {path}: {error.strerror}") from None
-        if os.fstat(self.descriptor).st_size != size:
-            found = os.fstat(self.descriptor).st_size
-            self.close()
-            raise ScratchError(f"{path} has {found} bytes, not {size}")
-        self.found = 0
-        self.offset = 0
-
-    def read_into(self, out: np.ndarray) -> None:
-        assert self.descriptor is not None, "read after close"
-        view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
-        done = 0
-        try:
-            while done < len(view):
-                got = os.readv(self.descriptor, [view[done:]])
-                if got == 0:
-                    raise ScratchError(f"{self.path} ended early")
-                done += got
-        except OSError as error:
-            raise ScratchError(f"cannot read {self.path}: {error.strerror}") from None
-        self.found = (self.found + _sum(view, self.offset)) & 0xFFFFFFFFFFFFFFFF
-        self.offset += len(view)
-
-    def finish(self) -> None:
-        """Close; raise ScratchError if what was read does not match the checksum."""
-        self.close()
-        if self.found != self.crc:
-            raise ScratchError(f"{self.path} does not match its checksum: damaged")
-
-    def close(self) -> None:
-        if self.descriptor is not None:
-            os.close(self.descriptor)
-            self.descriptor = None
-
-
-class RankQueue:
-    """Ranks resolved this stage and not yet told of, beyond what the stack
-    holds: one file, appended to and read from its start in segments of at
-    most `segment` ranks, each with its checksum. Only this stage's work
-    depends on it (a resumed layer rebuilds its stage's seeds from the state
-    file), so it is not synced nor named in the journal; once read to its
-    end it is emptied."""
-
-    def __init__(self, path: str, scratch: str, seeds: int, segment: int) -> None:
-        self.path, self.scratch, self.seeds, self.segment = path, scratch, seeds, segment
-        self.descriptor = _create(path, scratch, seeds)
-        self.segments: deque[tuple[int, int, int]] = deque()  # (offset, count, checksum)
-        self.end = 0
-        self.peak = 0  # the file's largest size
-        self.written = 0
-
-    def push(self, ranks: np.ndarray) -> None:
-        """Append `ranks`, in segments of at most `segment`."""
-        for first in range(0, ranks.shape[0], self.segment):
-            piece = ranks[first : first + self.segment]
-            try:
-                crc = _write_all(self.descriptor, piece, self.end)
-            except OSError as error:
-                raise _disk_error(error, self.scratch, self.seeds) from None
-            self.segments.append((self.end, piece.shape[0], crc))
-            self.end += piece.nbytes
-            self.written += piece.nbytes
-            self.peak = max(self.peak, self.end)
-
-    def pop(self, most: int) -> np.ndarray | None:
-        """The oldest segments, as many as `most` ranks hold (one at least),
-        or None when the queue is empty."""
-        if not self.segments:
-            return None
-        taken = [self.segments.popleft()]
-        while self.segments and sum(entry[1] for entry in taken) + self.segments[0][1] <= most:
-            taken.append(self.segments.popleft())
-        out = np.empty(sum(entry[1] for entry in taken), dtype=np.int64)
-        at = 0
-        for offset, count, crc in taken:
-            _pread(self.descriptor, out[at : at + count], offset, self.path)
-            if _sum(memoryview(out[at : at + count].view(np.uint8)), 0) != crc:  # type: ignore[arg-type]  # a buffer
-                raise ScratchError(f"{self.path} does not match its checksum: damaged")
-            at += count
-        if not self.segments:
-            os.ftruncate(self.descriptor, 0)
-            self.end = 0
-        return out
-
-    def close(self) -> None:
-        os.close(self.descriptor)
-        with contextlib.suppress(OSError):
-            os.remove(self.path)
 
 
 # The layer -------------------------------------------------------------------------
@@ -729,55 +224,6 @@ def exit_buffer_bytes(size: int) -> int:
     """Bytes the exit passes hold beside the smaller layers (a block's values and counts, exit_pass's)."""
     return EXIT_BUFFERS + block_ranks(size) * 3 // 2
 
-
-def journal_path(scratch: str, seeds: int) -> str:
-    return os.path.join(scratch, f"awele-{seeds:02d}.lean.json")
-
-
-def state_name(seeds: int) -> str:
-    """The state file of layer `seeds`: a byte a position (a pending exit code, or the value)."""
-    return f"awele-{seeds:02d}.lean-state.state"
-
-
-def counts_name(seeds: int) -> str:
-    """The counts file of layer `seeds`: the codes before the first stage, made by the first exit pass."""
-    return f"awele-{seeds:02d}.lean-counts.counts"
-
-
-def queue_name(seeds: int) -> str:
-    return f"awele-{seeds:02d}.lean-queue.queue"
-
-
-def layer_pattern(seeds: int) -> re.Pattern[str]:
-    """Every name the lean stages of layer `seeds` give a file in the scratch folder."""
-    return re.compile(rf"awele-{seeds:02d}\.lean(\.json|-state\.state|-counts\.counts|-queue\.queue)"
-                      rf"({re.escape(tables.TEMPORARY_SUFFIX)}-\d+)?")
-
-
-def own_files(scratch: str, seeds: int) -> list[str]:
-    """The lean stages' files of layer `seeds` in `scratch` (names)."""
-    return folder_files(scratch, layer_pattern(seeds))
-
-
-def remove_layer_files(scratch: str, seeds: int) -> list[str]:
-    """Remove (and return) the lean files of layer `seeds` in `scratch`: a
-    link as a link; a folder planted at such a name stops the build."""
-    names = own_files(scratch, seeds)
-    remove_own(scratch, names, seeds)
-    return names
-
-
-def _pread(descriptor: int, out: np.ndarray, offset: int, path: str) -> None:
-    view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
-    done = 0
-    try:
-        while done < len(view):
-            got = os.preadv(descriptor, [view[done:]], offset + done)
-            if got == 0:
-                raise ScratchError(f"{path} ended early")
-            done += got
-    except OSError as error:
-        raise ScratchError(f"cannot read {path}: {error.strerror}") from None
 
 
 def stage_fits(found: np.ndarray, stage: int, in_flight: bool) -> bool:
@@ -932,7 +378,7 @@ class LeanLayer:
         try:
             tables.write_file_exclusively(journal_path(self.scratch, self.seeds), (encode_journal(self.journal),))
         except OSError as error:
-            raise _disk_error(error, self.scratch, self.seeds) from None
+            raise write_error(error, self.scratch, self.seeds) from None
         self.steps += 1
         if self.kill_after is not None and self.steps >= self.kill_after:
             os.kill(os.getpid(), 9)  # fault injection for the tests: a kill right after a step
@@ -1088,7 +534,7 @@ class LeanLayer:
         try:
             for number, lo in enumerate(range(0, self.size, self.block)):
                 piece = self.buffer[: min(self.block, self.size - lo)]
-                _pread(descriptor, piece, lo, path)
+                pread_into(descriptor, piece, lo, path)
                 old = int(checksum(piece, lo))
                 work(lo, piece)
                 new = int(checksum(piece, lo))
@@ -1104,7 +550,7 @@ class LeanLayer:
                         while written < len(view):
                             written += os.pwrite(descriptor, view[written:], lo + written)
                     except OSError as error:
-                        raise _disk_error(error, self.scratch, self.seeds) from None
+                        raise write_error(error, self.scratch, self.seeds) from None
                     self.written += len(view)
                 done = (done + new) & MASK
         finally:
@@ -1132,7 +578,7 @@ class LeanLayer:
         try:
             for number, lo in enumerate(range(0, self.size, self.block)):
                 piece = self.buffer[: min(self.block, self.size - lo)]
-                _pread(descriptor, piece, lo, path)
+                pread_into(descriptor, piece, lo, path)
                 found = int(checksum(piece, lo))
                 total = (total + found) & MASK
                 if step is not None and number < step[0]:
@@ -1186,7 +632,7 @@ class LeanLayer:
             for sweep in (1, 2):
                 for lo in range(0, self.size, self.block):
                     piece = self.buffer[: min(self.block, self.size - lo)]
-                    _pread(descriptor, piece, lo, path)
+                    pread_into(descriptor, piece, lo, path)
                     if sweep == 1:
                         rebuild_counts(self.seeds, stage, lo, piece.shape[0], piece, codes, self.rows)
                         continue
@@ -1326,12 +772,12 @@ class _StateValues:
         except OSError as error:
             raise ScratchError(f"cannot read {self.path}: {error.strerror}") from None
         try:
-            _pread(descriptor, out, start, self.path)
+            pread_into(descriptor, out, start, self.path)
             view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
         finally:
             os.close(descriptor)
         if start == self.next and stop > start and start % 8 == 0:
-            self.found = (self.found + _sum(view, start)) & 0xFFFFFFFFFFFFFFFF
+            self.found = (self.found + piece_sum(view, start)) & 0xFFFFFFFFFFFFFFFF
             self.next = stop
             if stop == self.shape[0] and self.found != self.crc:
                 raise ScratchError(f"{self.path} does not match its checksum: damaged")
