@@ -95,6 +95,14 @@ class Rule(str, Enum):
                                                  "on its side)" if long else "")
         return "the tables' convention (endless play splits the seeds left evenly)"
 
+    def as_dict(self) -> dict[str, Any]:
+        """The rule as JSON data for a client that words it (the page): its
+        text, its `cycles` word, describe() short and long, and whether it is
+        the game's own rule (`default`: every answer's rule unless asked for
+        another)."""
+        return {"rule": self.value, "cycles": self.cycles, "text": self.describe(),
+                "long": self.describe(long=True), "default": self is Rule.TRUE}
+
 
 def true_rule_may_change(value: int | None, seeds: int) -> bool:
     """Whether a table value (the tables' convention, d for the mover) of a

@@ -511,7 +511,7 @@ class Searcher:
         for move, house, captured, _ in searched:
             if move in values:
                 value, exact, on_split, line = values[move]
-                rule: Rule | str = Rule.SPLIT if on_split or cycles == "split" else Rule.TRUE
+                rule: Rule | str = Rule.SPLIT if on_split or default_rule is Rule.SPLIT else Rule.TRUE
                 lines[move] = line
                 settled[move] = MoveValue.of(current, move, captured, value, exact, rule)
                 continue
@@ -650,7 +650,8 @@ class Searcher:
             # windows: about three times what deepening took. With a time
             # limit, deepening gets a quarter of it.
             deadline = None if time is None else started + time * (BOUNDS_TIME_SHARE if bounds else 1.0)
-            if cycles == "split" and self.component_limit > 0 and depth is None and self.known(position) is None:
+            if (Rule.parse(cycles) is Rule.SPLIT and self.component_limit > 0 and depth is None
+                    and self.known(position) is None):
                 self._component_phase(run, position, max_depth, node_budget, deadline)
             if run.through_tables and self.component_limit > 0 and depth is None:
                 self._repetition_phase(run, position, history, node_budget, deadline)
@@ -669,7 +670,8 @@ class Searcher:
         estimates at the horizon are then the tables' values) and the true
         rule may change its table value (report.true_rule_may_change)."""
         position = position.position if isinstance(position, Game) else as_position(position)
-        if cycles != "own" or not self.tablebase.is_loaded(position.seeds) or not self._tables_usable(position):
+        if (Rule.parse(cycles) is not Rule.TRUE or not self.tablebase.is_loaded(position.seeds)
+                or not self._tables_usable(position)):
             return False
         return true_rule_may_change(self.known(position), position.seeds)
 
@@ -810,7 +812,7 @@ class Searcher:
         # ahead, which can take seconds in a large layer: within a time limit
         # it is given up at the limit (a capture, else a new position, is played).
         deadline = None if end is None else answer_deadline(started, end)
-        if result.cycles == "own" and game is not None:
+        if Rule.parse(result.cycles) is Rule.TRUE and game is not None:
             # Perfect play with the true rule over the game played: a move that
             # repeats a position of the game ends it (Tablebase.best_move,
             # which ranks toward progress only when it must choose among
@@ -835,7 +837,7 @@ class Searcher:
         # true rule as well, unless a position before the root can repeat.
         taking_all = abs(value) == position.seeds
         fresh = not history or as_position(list(history)[-1]).seeds != position.seeds
-        result.rule = Rule.TRUE if result.cycles == "own" and taking_all and fresh else Rule.SPLIT
+        result.rule = Rule.TRUE if Rule.parse(result.cycles) is Rule.TRUE and taking_all and fresh else Rule.SPLIT
         result.move = choice
         result.source = "table"
         result.line = [choice]
@@ -875,7 +877,7 @@ class Searcher:
                 if value is None:
                     return line
                 scored.append((captured - value, captured, move))
-            if cycles == "own":
+            if Rule.parse(cycles) is Rule.TRUE:
                 break
             best = max(s[0] for s in scored)
             move = max((s for s in scored if s[0] == best), key=lambda s: s[1])[2]

@@ -77,10 +77,11 @@ class SearchRun:
         self.path_mover = np.zeros(MAX_HISTORY + MAX_PLY + 2, dtype=np.uint64)
         self.path_opponent = np.zeros_like(self.path_mover)
         self.root = 0
-        if cycles == "own" and history:
+        rule = Rule.parse(cycles)
+        if rule is Rule.TRUE and history:
             self.root = _fill_history(self.path_mover, self.path_opponent, history, position)
         self.path_mover[self.root], self.path_opponent[self.root] = position.packed()
-        self.split = cycles == "split"
+        self.split = rule is Rule.SPLIT
         self.until_exact = False  # no limit given: depth, time or nodes
         self.through_tables = False  # table values the true rule could change are searched through (alpha_beta)
         self.true_bounds = None  # solver.repetition.Bounds of the root, when its graph was solved

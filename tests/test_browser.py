@@ -24,6 +24,7 @@ pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
 from solver import Game, Position  # noqa: E402
+from solver.report import Rule  # noqa: E402
 from solver.web import create_app  # noqa: E402
 from solver.web.app import listening_socket  # noqa: E402
 
@@ -156,6 +157,7 @@ return {position: board.dataset.position || null, state: board.dataset.state, en
         value: document.getElementById("value").textContent,
         predicted: document.getElementById("predicted").textContent,
         best: document.getElementById("best").textContent,
+        source: document.getElementById("source").textContent,
         error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent,
         url: location.href};
 """
@@ -196,6 +198,8 @@ def check_values(shown, position, tablebase):
     best = tablebase.best_moves(position)
     assert shown["best"] == " ".join(best)
     assert all(("\u2605" in text) == (house in best) for house, text in shown["values"].items())
+    # The rule in the server's words (/api/info's rules, report.Rule.describe).
+    assert any(shown["source"] == f"the tables: exact, under {rule.describe()}" for rule in Rule), shown["source"]
 
 
 def test_play_by_clicking_undo_redo_and_check_the_values(server, browser, tablebase, tmp_path):
@@ -283,6 +287,7 @@ def test_play_against_perfect_play_and_set_up_positions(server, browser, tableba
     shown = wait_for(browser, lambda s: s["search"] == "done", "the search")
     assert set(shown["values"]) == set(Position.from_string(shown["position"]).legal_moves())
     assert "for South" in shown["value"] and shown["error"] == ""
+    assert any(f"under {rule.describe()})" in shown["value"] for rule in Rule), shown["value"]
     (tmp_path / "oracle-search.png").write_bytes(browser.screenshot())
 
     # The analysis of the game played: a row per ply, marks as solver.analysis gives them.

@@ -19,8 +19,9 @@ from fastapi.testclient import TestClient
 from solver import Game, Position, engine
 from solver.analysis import analyse
 from solver.cli import cli
+from solver.limits import CYCLES
 from solver.probe import Tablebase
-from solver.report import best_of
+from solver.report import Rule, best_of
 from solver.web import create_app
 from solver.web.app import MAX_BODY_BYTES, STATIC_FILES
 
@@ -243,6 +244,22 @@ def test_info_openapi_and_server_timing(client, table_dir):
     assert endpoints <= set(schema["paths"])
     response = client.post("/api/position", json={})
     assert response.headers["server-timing"].startswith("app;dur=")
+
+
+def test_the_page_words_the_repetition_rules_as_the_api_does(client):
+    """/api/info gives every rule's words (report.Rule.describe, as the CLI and
+    UCI say them) and which is the game's own; the page says a rule only in
+    those words, never in its own."""
+    rules = client.get("/api/info").json()["rules"]
+    assert rules == [rule.as_dict() for rule in Rule]
+    assert {(r["rule"], r["cycles"], r["default"]) for r in rules} == {("true", "own", True),
+                                                                        ("split", "split", False)}
+    assert [r["text"] for r in rules] == [Rule.TRUE.describe(), Rule.SPLIT.describe()]
+    assert set(CYCLES) == {r["cycles"] for r in rules}  # every word a request takes is worded
+    page = client.get("/app.js").text
+    for words in ("endless play", "even split", "convention", "true rule", *(rule.describe() for rule in Rule)):
+        assert words not in page, words
+    assert "info.rules" in page and "ruleText(" in page
 
 
 def test_the_line_is_the_tablebase_line(client, tablebase):

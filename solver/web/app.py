@@ -400,10 +400,10 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
 
     @app.get("/api/info", summary="What this server holds and its limits")
     async def info():
-        """The version, the layers built, the layers the search process found
-        damaged and searches without (`left_out_of_search`: probes of them get
-        a 500; known once it has read its tables, which a first call waits
-        for), and the limits of the slow endpoints."""
+        """The version, the layers built, the layers the search process found damaged and searches
+        without (`left_out_of_search`: probes of them get a 500; known once it has read its tables,
+        which a first call waits for), the limits of the slow endpoints and the repetition rules
+        (`rules`: each one's words, as every face says them)."""
         left_out = await anyio.to_thread.run_sync(worker.left_out_of_search)
         return {
             "version": __version__,
@@ -414,6 +414,7 @@ def create_app(directory: str | os.PathLike | None = None, max_search_time: floa
             "max_analysis_time": max_analysis_time,
             "max_line_plies": MAX_LINE_PLIES,
             "cycles": list(CYCLES),
+            "rules": [rule.as_dict() for rule in Rule],  # the page words every rule as these say
         }
 
     @app.post("/api/position", summary="Value, predicted score and every move's value from the tables")

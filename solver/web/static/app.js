@@ -14,6 +14,7 @@ const state = {
   maxTime: Infinity,  // the server's cap on them
   data: null,         // the last /api/position answer
   generation: 0,      // bumped at every position change: late answers are dropped
+  rules: [],          // the repetition rules in the server's words (/api/info)
 };
 
 const $ = (id) => document.getElementById(id);
@@ -73,6 +74,23 @@ function score(result) {
 
 function sideName(side) {
   return side === "S" ? "South" : "North";
+}
+
+// A repetition rule in the server's words, found by its name ("true", "split") or by
+// the `cycles` word a request and an answer use for it ("own", "split").
+function ruleOf(word) {
+  return state.rules.find((rule) => rule.rule === word || rule.cycles === word);
+}
+
+function ruleText(word) {
+  const rule = ruleOf(word);
+  return rule ? rule.text : `the repetition rule "${word}"`;
+}
+
+// Whether `word` names the game's own rule (every answer's default).
+function isGameRule(word) {
+  const rule = ruleOf(word);
+  return rule !== undefined && rule.default;
 }
 
 // Drawing -----------------------------------------------------------------------
@@ -157,7 +175,7 @@ function drawPosition(data) {
     $("value").textContent = `${signed(data.value)} for ${sideName(data.to_move)}, of the ${data.seeds} seeds on the board`;
     $("predicted").textContent = score(data.predicted_result);
     $("best").textContent = data.best_moves.join(" ");
-    $("source").textContent = "the tables (exact; endless play counts as an even split)";
+    $("source").textContent = `the tables: exact, under ${ruleText(data.rule)}`;
   } else {
     $("value").textContent = "";
     $("predicted").textContent = "";
@@ -193,16 +211,14 @@ function drawMoveValues(moves, exact) {
 }
 
 function drawSearch(found) {
-  // rule: what the value holds under; "split" when some of it comes from the
-  // tables (or a solved component), which count endless play as an even split.
-  const rule = found.rule === "true" ? "under the true rule" : "under the tables' even split of endless play";
-  const kind = (found.exact ? "exact" : `estimate at depth ${found.depth}`) + `, ${rule}`;
+  // The rule the value holds under, in the server's words.
+  const kind = (found.exact ? "exact" : `estimate at depth ${found.depth}`) + `, under ${ruleText(found.rule)}`;
   const value = found.value === null ? "?" : signed(found.value);
   $("value").textContent = `${value} for ${sideName(found.to_move)} (${kind})`;
   $("predicted").textContent = found.predicted_result ? score(found.predicted_result) + (found.exact ? "" : " (estimate)") : "";
   $("best").textContent = found.move + (found.line && found.line.length ? `   line: ${found.line.join(" ")}` : "");
   $("source").textContent = `search: ${found.nodes.toLocaleString()} nodes in ${found.seconds.toFixed(2)} s` +
-    `, repetition rule: ${found.cycles === "own" ? "the true rule over this game" : "split"}`;
+    `, repetition: ${ruleText(found.cycles)}${isGameRule(found.cycles) ? " over this game" : ""}`;
   if (found.moves) drawMoveValues(found.moves, false);
 }
 
@@ -284,10 +300,11 @@ async function enginePlays(generation) {
   if (generation !== state.generation) return;
   let note = `awele plays ${answer.move}`;
   if (answer.source !== "table") {
-    const rule = answer.rule === "true" ? "" : ", by the tables' convention";
+    const rule = isGameRule(answer.rule) ? "" : `, under ${ruleText(answer.rule)}`;
     note += ` (searched ${answer.nodes.toLocaleString()} nodes, value ${signed(answer.value)}${answer.exact ? " exact" : ` at depth ${answer.depth}`}${rule})`;
   } else {
-    note += ` (perfect play from the tables, value ${signed(answer.value)}${answer.rule === "true" ? "" : " by their convention"})`;
+    const rule = isGameRule(answer.rule) ? "" : ` under ${ruleText(answer.rule)}`;
+    note += ` (perfect play from the tables, value ${signed(answer.value)}${rule})`;
   }
   if (answer.note) note += `; ${answer.note}`;
   await show(state.start, state.played.concat([answer.move]), []);
@@ -449,7 +466,7 @@ async function analyseGame(event) {
     for (const text of cells) row.insertCell().textContent = String(text);
     if (ply.mark) row.cells[1].className = ply.mark;
     row.title = `${ply.position}: ${ply.source === "table" ? "from the tables" : "searched"}` +
-      (ply.cycles === "own" ? ", under the game's repetition rule" : ", some values by the tables' convention");
+      `, ${isGameRule(ply.cycles) ? "every value" : "some values"} under ${ruleText(ply.cycles)}`;
     row.addEventListener("click", () => show(start, played.slice(0, ply.ply - 1), played.slice(ply.ply - 1).reverse()));
   }
   box.append(table);
@@ -460,11 +477,12 @@ async function analyseGame(event) {
       ` (${s.inaccuracies} ?!, ${s.mistakes} ?, ${s.blunders} ??)${s.exact ? "" : ", some estimates"}`;
   }).join("; ");
   box.append(summary);
-  if (report.plies.some((ply) => ply.cycles !== "own")) {
-    const convention = document.createElement("p");
-    convention.textContent = "Some values follow the tables' convention (endless play splits the seeds left " +
-      "evenly), not the game's repetition rule: hover a row to see which plies.";
-    box.append(convention);
+  const other = report.plies.find((ply) => !isGameRule(ply.cycles));
+  if (other) {
+    const aside = document.createElement("p");
+    aside.textContent = `Some values follow ${ruleText(other.cycles)}, not the game's own repetition ` +
+      "rule: hover a row to see which plies.";
+    box.append(aside);
   }
   box.dataset.state = "done";
 }
@@ -517,6 +535,7 @@ async function init() {
     const layers = info.layers;
     setStatus(layers.length ? `tables: ${layers.length} layers, up to ${Math.max(...layers)} seeds` : "no tables: search only");
     state.maxTime = info.max_search_time;
+    state.rules = info.rules || [];
     $("time").max = String(info.max_search_time);
   } catch (error) {
     showError(error.message);
