@@ -492,7 +492,8 @@ def build_layer_lean(seeds: int, directory: str, scratch: str, store: LayerStore
         planned = os.environ.get(lean.KILL_VARIABLE, "").split(":")
         kill_after = int(planned[1]) if len(planned) == 2 and planned[0] == str(seeds) else None
         layer = lean.LeanLayer(seeds, scratch, store, rows, layout["groups"], lambda m: _load(directory, store, m),
-                               kill_after=kill_after)
+                               kill_after=kill_after, streamed=layout["streamed"],
+                               read=lambda m, start, stop: tables.load_slice(directory, m, start, stop)[0])
         layer.resume()
         need = layout["scratch_bytes"] - layer.scratch_bytes()
         free = disk.free_bytes(scratch)
@@ -539,8 +540,8 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
           report: Callable[[dict], None] | None = None, progress: Callable | None = None,
           store: LayerStore | None = None, scratch: str | None = None, leave_out: Iterable[int] = (),
           disk_slices: int | None = None, disk_sliced_stages: bool = False,
-          checkpoint_interval: float = 600.0, checkpoint_dir: str | None = None, distances: bool = True
-          ) -> LayerStore:
+          checkpoint_interval: float = 600.0, checkpoint_dir: str | None = None, distances: bool = True,
+          streamed_exits: bool = False) -> LayerStore:
     """Build every missing layer 0..max_seeds in order; reuse the valid ones.
 
     `memory` is the budget in bytes (default: available memory less a
@@ -557,6 +558,9 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     and a rerun goes on from the last such state.
     `disk_slices` forces the disk mode, in that many slices, on every layer
     it can take, and `disk_sliced_stages` its stages in slices (tests).
+    `streamed_exits` streams the exits of every layer built in the lean
+    stages (solver.lean_exits), as they are when the budget cannot hold a
+    smaller layer (tests).
     With `distances` (the default) each layer's file holds its distances to
     conversion too (solver.distance), and a valid file that holds values
     alone gains them, its values read rather than built again; a layer in
@@ -603,7 +607,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
         if too_big:
             raise BuildError(f"{memory_message(too_big[0], budget)}; the disk mode needs "
                              f"{disk_least_bytes(too_big[0]) / 2**30:.1f} GiB for it (docs/DISK.md)")
-        layouts = {n: _layer_layouts(n, budget, disk_slices, disk_sliced_stages) for n in missing}
+        layouts = {n: _layer_layouts(n, budget, disk_slices, disk_sliced_stages, streamed_exits) for n in missing}
         on_disk = any(layout is not None for pair in layouts.values() for layout in pair)
         if on_disk:
             _usable_folder(scratch, "scratch folder")
@@ -642,6 +646,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                         row.update(mode="lean", distances=False, scratch_bytes=lean_layout["scratch_bytes"],
                                    resumed_at_stage=stats["resumed_at_stage"],
                                    queue_peak_bytes=stats["queue_peak_bytes"],
+                                   exit_slices=stats["exit_slices"],
                                    disk_bytes_read=stats["disk_bytes_read"],
                                    disk_bytes_written=stats["disk_bytes_written"])
                     elif layout is None:
@@ -683,15 +688,16 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     return store
 
 
-def _layer_layouts(seeds: int, budget: int, disk_slices: int | None,
-                   sliced_stages: bool) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def _layer_layouts(seeds: int, budget: int, disk_slices: int | None, sliced_stages: bool,
+                   streamed_exits: bool = False) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """How layer `seeds` is built: (the disk mode's layout, plan.disk_plan; the
     lean stages' layout, plan.lean_plan), both None for a layer built in
     memory. Slices asked for (`disk_slices`) force the disk mode; the lean
-    stages come before the disk mode's stages in slices (plan.mode)."""
+    stages come before the disk mode's stages in slices (plan.mode), their
+    exits streamed where a smaller layer does not fit (or `streamed_exits`)."""
     layout = disk_plan(seeds, budget, disk_slices, sliced_stages) if disk_slices else None
     if layout is None and mode(seeds, budget) == "lean":
-        return None, lean_plan(seeds, budget)
+        return None, lean_plan(seeds, budget, streamed=streamed_exits) or lean_plan(seeds, budget)
     if layout is None and least_bytes(seeds) > budget:
         layout = disk_plan(seeds, budget)
     return layout, None

@@ -257,15 +257,19 @@ def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoi
 @click.option("--memory-per-process", default=None, metavar="SIZE",
               help="With --processes: each process's memory, e.g. 256G (default: this machine's budget).")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
-              help="With --processes: threads a process (default: this machine's cores).")
+              help="With --processes: threads a process (default: this machine's cores). Alone: the machine's "
+              "threads, recorded: the rates are those measured, not scaled by cores (docs/OPENING.md).")
+@click.option("--disk", default=None, metavar="SIZE",
+              help="The disk the tables and the scratch folder share, e.g. 1T: each layer's peak on it, and "
+              "the streamed exits cut to fit it.")
 @click.option("--bandwidth", type=click.FloatRange(min=0.001), default=1.25, show_default=True, metavar="GB/S",
               help="With --processes: what each process exchanges a second over the network, in GB/s.")
 @click.option("--leave-out-47", "leave_out_47", is_flag=True,
               help="Plan a build without layer 47 (no game reaches it), and show what that saves.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def plan(max_seeds: int, memory: str | None, directory: str | None, processes: int | None,
-         memory_per_process: str | None, threads: int | None, bandwidth: float, leave_out_47: bool,
-         as_json: bool) -> None:
+         memory_per_process: str | None, threads: int | None, disk: str | None, bandwidth: float,
+         leave_out_47: bool, as_json: bool) -> None:
     """Per layer: positions, memory, exit passes, file size and time, under a memory budget.
 
     Times and file sizes come from the largest layer built in the tables
@@ -279,11 +283,14 @@ def plan(max_seeds: int, memory: str | None, directory: str | None, processes: i
     if not math.isfinite(bandwidth):
         raise UserError(f"--bandwidth must be a finite number of GB/s, not {bandwidth}")
     if processes is None:
-        if memory_per_process is not None or threads is not None:
-            raise UserError("--memory-per-process and --threads go with --processes")
+        if memory_per_process is not None:
+            raise UserError("--memory-per-process goes with --processes")
         _plan_here(model.plan(max_seeds, memory_budget(memory), directory,
-                              leave_out=(UNREACHABLE_LAYER,) if leave_out_47 else ()), max_seeds, as_json)
+                              leave_out=(UNREACHABLE_LAYER,) if leave_out_47 else (),
+                              disk=None if disk is None else _disk_size(disk), threads=threads), max_seeds, as_json)
         return
+    if disk is not None:
+        raise UserError("--disk is for a plan on one machine (without --processes)")
     if memory is not None and memory_per_process is not None:
         raise UserError("give --memory-per-process (or --memory), not both")
     each = memory_budget(memory_per_process if memory_per_process is not None else memory)
@@ -298,20 +305,42 @@ def plan(max_seeds: int, memory: str | None, directory: str | None, processes: i
                f"{bandwidth:g} GB/s each; rate {result['rate']:,.0f} positions/s a process from "
                f"{result['rate_measured_on']}; {result['exchange_bytes_per_position']:.1f} B exchanged a position "
                f"(x (K-1)/K) and overhead x{result['overhead']:.2f} from {result['exchange_measured_on']}")
-    click.echo(f"{'seeds':>5} {'positions':>16} {'per process':>12} {'exchanged':>10} {'file':>9} {'time':>10}")
-    total_seconds = total_bytes = 0
+    click.echo(f"{'seeds':>5} {'positions':>16} {'per process':>12} {'exchanged':>10} {'file':>9} {'time':>10} "
+               f"{'lean state':>11} {'lean time':>10}")
+    total_seconds = total_bytes = lean_seconds = 0
     for row in result["layers"]:
         total_seconds += row["seconds"]
         total_bytes += row["file_bytes"]
+        lean_seconds += row["lean_seconds"]
         need = f"{row['process_bytes'] / gib:11.1f}G" if row["fits"] else f"{row['process_bytes'] / gib:6.1f}G(!)"
+        lean_need = f"{row['lean_process_bytes'] / gib:.1f}G" + ("" if row["lean_fits"] else "(!)")
         click.echo(f"{row['seeds']:>5} {row['positions']:>16,} {need:>12} {row['bytes_exchanged'] / gib:9.1f}G "
-                   f"{row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10}")
+                   f"{row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10} {lean_need:>11} "
+                   f"{_duration(row['lean_seconds']):>10}")
     too_big = [row["seeds"] for row in result["layers"] if not row["fits"]]
     click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)}, {total_bytes / gib:.1f} GiB on disk"
                + (f"; layers {too_big[0]}.. do not fit (!)" if too_big else ""))
     for seeds, least in result["smallest_cluster"].items():
         click.echo(f"layer {seeds} needs at least " + (f"{least} processes of {each / gib:.1f} GiB" if least
                    else f"more than {each / gib:.1f} GiB a process, whatever their number"))
+    lean_too_big = [row["seeds"] for row in result["layers"] if not row["lean_fits"]]
+    click.echo("with the lean state (a model: half a byte a position of each slice, the exits streamed from the "
+               "files; the MPI build holds the in-memory state today, docs/OPENING.md): "
+               f"{_duration(lean_seconds)}"
+               + (f"; layers {lean_too_big[0]}.. do not fit (!)" if lean_too_big else ""))
+    for seeds, least in result["smallest_lean_cluster"].items():
+        click.echo(f"layer {seeds} in the lean state needs at least " + (
+            f"{least} processes of {each / gib:.1f} GiB" if least else f"more than {each / gib:.1f} GiB a process"))
+
+
+def _disk_size(text):
+    """The bytes --disk gives (a size as --memory takes it); one line if it is not one."""
+    from . import plan as model
+
+    try:
+        return model.parse_memory(text)
+    except ValueError as error:
+        raise UserError(f"--disk: {str(error).replace('a memory size', 'a disk size')}") from None
 
 
 def _echo_left_out(result):
@@ -331,9 +360,13 @@ def _plan_here(result, max_seeds, as_json):
                f"stages; "
                f"rates from {result['measured_on']} ({result['rate']:,.0f} positions/s, "
                f"{result['file_bytes_per_position']:.3f} B/position on disk; scratch disk at "
-               f"{result['disk_bandwidth'] / 1e9:.1f} GB/s)")
+               f"{result['disk_bandwidth'] / 1e9:.1f} GB/s"
+               + (f"; {result['threads']} threads: the rates as measured, not scaled by cores"
+                  if result["threads"] else "")
+               + ")")
+    disk = result["disk_bytes"]
     click.echo(f"{'seeds':>5} {'positions':>16} {'mode':>7} {'memory':>9} {'scratch':>9} {'passes':>6} "
-               f"{'file':>9} {'time':>10}")
+               f"{'file':>9} {'time':>10}" + (f" {'disk peak':>10}" if disk else ""))
     total_seconds = total_bytes = 0
     for row in result["layers"]:
         total_seconds += row["seconds"]
@@ -342,24 +375,34 @@ def _plan_here(result, max_seeds, as_json):
             click.echo(f"{row['seeds']:>5} {row['positions']:>16,} {'-':>7}   left out (no game reaches it)")
             continue
         fits = row["mode"] in ("memory", "disk", "lean")
-        memory = row["peak_bytes"] if fits else row["disk_least_bytes"]
-        shown = "sliced" if row.get("sliced_stages") else row["mode"]
+        memory = row["peak_bytes"] if fits else min(row["disk_least_bytes"], row["lean_least_bytes"])
+        shown = "sliced" if row.get("sliced_stages") else "stream" if row.get("streamed_exits") else row["mode"]
+        passes = f"{row['exit_slices']}sl" if row.get("streamed_exits") else row["exit_passes"] if fits else "-"
         click.echo(
             f"{row['seeds']:>5} {row['positions']:>16,} {shown:>7} "
             f"{memory / gib:8.1f}G{'' if fits else '!'} {row['scratch_bytes'] / 1e9:8.1f}G "
-            f"{row['exit_passes'] if fits else '-':>6} {row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10}"
+            f"{passes:>6} {row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10}"
+            + (f" {row['disk_peak_bytes'] / 1e9:9.1f}G{'' if row['fits_disk'] else '!'}" if disk else "")
         )
-    click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)}, {total_bytes / gib:.1f} GiB on disk"
-               " (scratch in GB of 10^9 bytes; memory! = the least the layer needs, more than the budget)")
+    click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)} ({total_seconds / 86400:.1f} days), "
+               f"{total_bytes / gib:.1f} GiB on disk"
+               " (scratch in GB of 10^9 bytes; memory! = the least the layer needs, more than the budget"
+               + ("; stream = the lean stages with streamed exits, in that many slices (sl)"
+                  if any(row.get("streamed_exits") for row in result["layers"]) else "") + ")")
+    short = [row["seeds"] for row in result["layers"] if disk and not row["fits_disk"]]
+    if short:
+        click.echo(f"layers {short[0]}.. do not fit the disk of {disk / 1e9:.0f} GB beside the tables before them "
+                   "(disk peak!)")
     if result["leave_out"]:
         saved = result["saved"]
         click.echo(f"leaving out layer {', '.join(map(str, result['leave_out']))} saves {saved['positions']:,} "
                    f"positions, {_duration(saved['seconds'])} and {saved['file_bytes'] / gib:.1f} GiB on disk")
     too_big = [row for row in result["layers"] if row["mode"] == "too big"]
     if too_big:
-        click.echo(f"layers {too_big[0]['seeds']}.. do not fit: the disk mode holds a slice of a layer beside its "
-                   "largest smaller layer (a byte a position); "
-                   + ", ".join(f"layer {row['seeds']} needs {row['disk_least_bytes'] / gib:.1f} GiB"
+        click.echo(f"layers {too_big[0]['seeds']}.. do not fit: the lean stages hold half a byte a position of a layer "
+                   "(their exits streamed, no smaller layer resident); "
+                   + ", ".join(f"layer {row['seeds']} needs "
+                               f"{min(row['disk_least_bytes'], row['lean_least_bytes']) / gib:.1f} GiB"
                                for row in too_big[:4]))
 
 

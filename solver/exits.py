@@ -293,15 +293,17 @@ def exit_requests(
     owners: np.ndarray,
     asked: np.ndarray,
     order: int = index.FILE_ORDER,
+    lined: bool = True,
 ) -> None:
-    """The exit pass of a slice whose smaller layers are spread over processes.
+    """The exit pass of a slice whose smaller layers are spread over processes,
+    or not resident (the lean stages' streamed exits: solver.lean_exits).
 
     For ranks start..stop-1 in `order` (values and counts one array in the
-    lined layout, local rank 0 being rank lo; start - lo a multiple of
-    BLOCK; children ranked in the same order) it writes what the first
-    exit_pass writes, except that the captures are not looked up: a
-    terminal position gets its value's pending code, any other NO_EXIT's
-    and its count of non-capturing children, and each capture becomes a
+    lined layout, or apart as exit_pass has them without `lined`; local rank
+    0 being rank lo; start - lo a multiple of BLOCK; children ranked in the
+    same order) it writes what the first exit_pass writes, except that the
+    captures are not looked up: a terminal position gets its value's
+    pending code, any other NO_EXIT's and its count of non-capturing children, and each capture becomes a
     request for its child's owner. Block b (ranks start + b * BLOCK..)
     leaves asked[b] requests from index b * BLOCK * ROW on: keys[j] = child
     layer << RANK_BITS | child rank, gains[j] = seeds captured, owners[j] =
@@ -330,7 +332,7 @@ def exit_requests(
                 first_in_file, run_end = index.file_run(seeds, rank, order)
                 end = min(last, run_end)
                 found += _exit_block(seeds, first_in_file - (rank - lo), first_in_file, first_in_file + end - rank,
-                                     values, counts, True, flat, starts, use, True, rows, keys, gains, owners,
+                                     values, counts, lined, flat, starts, use, True, rows, keys, gains, owners,
                                      plans[slot], offsets, order, base + found, True)
                 rank = end
             asked[block] = found

@@ -81,7 +81,7 @@ from typing import Any
 
 import numpy as np
 
-from . import exits, index, layer_state, stages, tables
+from . import exits, index, layer_state, lean_exits, stages, tables
 from .disk import (
     COUNT_MAX,
     check_int,
@@ -266,13 +266,23 @@ class LeanLayer:
     rerun (resume) goes on from the last step recorded: the exits from the
     next pass, the stages from the stage in progress, its codes rebuilt from
     the state file (rebuild_codes). `kill_after` (tests): SIGKILL this
-    process after that many steps of this run are recorded."""
+    process after that many steps of this run are recorded.
+
+    With `streamed` ({"slice": ranks, "window": ranks}, plan.lean_plan), the
+    exits are streamed (solver.lean_exits): no smaller layer is loaded, and
+    `read(m, start, stop)` gives ranks start..stop-1 of smaller layer m,
+    checked. `groups` is then the one group of every smaller layer: the
+    state and counts files are those of one resident exit pass over them,
+    recorded as one step (a kill in the streamed exits starts them over)."""
 
     def __init__(self, seeds: int, scratch: str, store: LayerStore, rows: tuple[np.ndarray, ...],
                  groups: list[list[int]], load: Callable[[int], None], stack: int | None = None,
                  chunk: int | None = None, block: int | None = None, tell_threads: int = 1,
-                 settle_threads: int = 1, kill_after: int | None = None) -> None:
+                 settle_threads: int = 1, kill_after: int | None = None, streamed: dict[str, int] | None = None,
+                 read: Callable[[int, int, int], np.ndarray] | None = None) -> None:
         self.size = index.layer_size(seeds)
+        if streamed is not None and (read is None or len(groups) != 1 or streamed["slice"] % layer_state.BLOCK):
+            raise ValueError("streamed exits read the smaller layers (`read`) in one group, in slices of whole blocks")
         stack, chunk = stack or STACK, chunk or CHUNK
         block = block or block_ranks(self.size)
         if stack < MIN_STACK or chunk % layer_state.BLOCK or block % chunk:
@@ -281,6 +291,7 @@ class LeanLayer:
         self.seeds, self.scratch, self.store, self.rows = seeds, scratch, store, rows
         self.groups = [[int(m) for m in group] for group in groups]
         self.load = load
+        self.streamed, self.read_window = streamed, read
         self.stack_size, self.chunk, self.block = stack, chunk, block
         self.tell_threads = tell_threads
         self.settle_threads = settle_threads
@@ -293,6 +304,7 @@ class LeanLayer:
         self.histogram = np.zeros(2 * seeds + 1, dtype=np.int64)
         self.read = self.written = 0
         self.stats: dict[str, Any] = {}
+        self.exit_stats = {"slices": 0, "peak": 0}  # streamed exits: slices, the peak of their requests
 
     # The journal --------------------------------------------------------------------
 
@@ -433,7 +445,9 @@ class LeanLayer:
         journal = self.resume()
         return {"positions": self.size, "seconds": time.perf_counter() - started,
                 "exit_seconds": journal["exit_seconds"] if resumed_at is not None else exit_seconds,
-                "exit_passes": len(self.groups), "stage_seconds": time.perf_counter() - tick,
+                "exit_passes": len(self.groups),
+                "exit_slices": self.exit_stats["slices"], "requests_peak_bytes": self.exit_stats["peak"],
+                "stage_seconds": time.perf_counter() - tick,
                 "working_bytes": codes.nbytes, "exit_lookups": journal["exit_lookups"], "stages": stages,
                 "predecessors_told": self.stats["told"], "stage_accesses": self.stats["told"],
                 "disk_bytes_read": self.read, "disk_bytes_written": self.written,
@@ -449,6 +463,9 @@ class LeanLayer:
         raising twice gives what raising once does)."""
         journal, seeds, size, store = self.journal, self.seeds, self.size, self.store
         assert journal is not None, "resume() first"
+        if self.streamed is not None and journal["exits_done"] < 0:
+            self._streamed_exits()
+            return
         for number in range(journal["exits_done"] + 1, len(self.groups)):
             group = self.groups[number]
             for m in store.layers():
@@ -485,6 +502,46 @@ class LeanLayer:
             journal.update(exits_done=number, sum=self.state_sum, exit_seconds=journal["exit_seconds"] + (
                 time.perf_counter() - tick), exit_lookups=journal["exit_lookups"] + lookups[0])
             self._commit()
+
+    def _streamed_exits(self) -> None:
+        """The exits streamed (solver.lean_exits), a slice of the layer at a
+        time: the state file and the counts file written in order, as the
+        first resident pass over every smaller layer writes them, then
+        recorded as that pass done."""
+        journal, seeds, size = self.journal, self.seeds, self.size
+        assert journal is not None and self.streamed is not None and self.read_window is not None, "resume() first"
+        tick = time.perf_counter()
+        step = self.streamed["slice"]
+        writer = StreamWriter(self._path(state_name(seeds)), self.scratch, seeds)
+        counts_writer = StreamWriter(self._path(counts_name(seeds)), self.scratch, seeds)
+        lookups = slices = 0
+        try:
+            for lo in range(0, size, step):
+                values = np.zeros(min(step, size - lo), dtype=np.int8)
+                counts = np.zeros((values.shape[0] + 1) // 2, dtype=np.uint8)
+                found = lean_exits.slice_exits(seeds, lo, values, counts, self.rows, self.scratch, self.read_window,
+                                               self.streamed["window"],
+                                               batch=self.streamed.get("batch", lean_exits.BATCH))
+                lookups += found["lookups"]
+                self.read += found["read"]
+                self.written += found["written"]
+                self.exit_stats["peak"] = max(self.exit_stats["peak"], found["peak"])
+                slices += 1
+                writer.write(values)
+                counts_writer.write(counts)
+                del values, counts
+            self.state_sum = writer.close(sync=True)
+            counts_sum = counts_writer.close(sync=True)
+        except BaseException:
+            writer.abandon()
+            counts_writer.abandon()
+            raise
+        self.written += writer.bytes + counts_writer.bytes
+        self.exit_stats["slices"] = slices
+        journal.update(counts=[counts_name(seeds), counts_sum], exits_done=0, sum=self.state_sum,
+                       exit_seconds=journal["exit_seconds"] + time.perf_counter() - tick,
+                       exit_lookups=journal["exit_lookups"] + lookups)
+        self._commit()
 
     def _raise_exits(self, use: np.ndarray, lookups: list[int], first: bool, counts: np.ndarray, lo: int,
                      piece: np.ndarray) -> None:

@@ -224,7 +224,8 @@ def queue_name(seeds: int) -> str:
 
 def layer_pattern(seeds: int) -> re.Pattern[str]:
     """Every name the lean stages of layer `seeds` give a file in the scratch folder."""
-    return re.compile(rf"awele-{seeds:02d}\.lean(\.json|-state\.state|-counts\.counts|-queue\.queue)"
+    return re.compile(rf"awele-{seeds:02d}\.lean(\.json|-state\.state|-counts\.counts|-queue\.queue"
+                      rf"|-asks-\d+\.asks)"
                       rf"({re.escape(tables.TEMPORARY_SUFFIX)}-\d+)?")
 
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from collections.abc import Callable
 
-from . import distance, distributed, index, layer_state, lean, tables, verify_layer
+from . import distance, distributed, index, layer_state, lean, lean_exits, tables, verify_layer
 from .errors import BuildError
 from .layers import available_memory
 from .rules import ROW
@@ -51,6 +52,14 @@ QUEUE_FLOOR = 64 << 20  # bytes the queue is planned at, at least
 JOURNAL_ROOM = 1 << 20  # the lean stages' journal and its temporary copy
 LEAN_SLOWDOWN = 2.2  # lean over in-memory seconds on the same layer (layer 24 under 500M, alternated: 2.21 and
 # 2.18, docs/PERFORMANCE.md "Lean stages"; its scratch traffic in the page cache)
+# The streamed exits (solver.lean_exits, docs/DISK.md "Streamed exits"), measured:
+LOOKUPS_A_POSITION = 0.8  # requests a position (captures into smaller layers), planned high: 0.44-0.71 sampled on
+# layers 14..48 (benchmarks/captures.py: 0.71 at 34, 0.69 at 48), 0.63 over the whole of layer 22 (docs/PERFORMANCE.md)
+STREAMED_EXIT_SECONDS = 2.7e-8  # seconds a position the streamed exits add to the resident ones and their loading (one
+# slice; layer 22, alternated, 2 threads under a load of 7-8: 23.4 s against 14.8 + 3.8, docs/PERFORMANCE.md)
+TABLE_READ_SECONDS = 1.8e-8  # seconds a position of a smaller layer read again for each slice past the first (its
+# chunks read, checked and inflated: layer 22's 216 million in 3.8 s, the same runs)
+MAX_BATCH = 1 << 26  # ranks the streamed exits ask at a time at most (10 GB of requests: fewer appends a bucket)
 # Sliced stages, measured on layer 16 in 2 and 4 slices (docs/DISK.md): a chain of won and lost positions
 # crosses between slices at nearly every ply, so a stage visits each slice about 20 times.
 VISITS_A_STAGE = 20.0  # visits of each slice a stage, each a read and a write of it
@@ -105,17 +114,33 @@ def process_bytes(seeds: int, processes: int, threads: int = 1, outbox: int | No
     (solver.distributed): the process, its slice of the working state, its
     slices of layers n-15..n-1 (the smaller layers are partitioned, and the
     one just below is kept for the next layer) and its exchange buffers."""
-    outbox = distributed.OUTBOX if outbox is None else outbox
-    batch = distributed.EXIT_BATCH if batch is None else batch
     share = lambda size: -(-size // processes)  # noqa: E731
     smaller = sum(share(index.layer_size(m)) for m in range(max(0, seeds - layer_state.MAX_CAPTURE), seeds))
+    return BASE_BYTES + share(working_bytes(seeds)) + smaller + exchange_buffer_bytes(processes, threads, outbox, batch)
+
+
+def exchange_buffer_bytes(processes: int, threads: int = 1, outbox: int | None = None, batch: int | None = None) -> int:
+    """The exchange buffers of one of `processes` processes (process_bytes)."""
+    outbox = distributed.OUTBOX if outbox is None else outbox
+    batch = distributed.EXIT_BATCH if batch is None else batch
     buffers = 0
     if processes > 1:
         # Outboxes, their concatenation and grouping, and what arrives (as much again).
         buffers = 4 * 8 * threads * (outbox + layer_state.BATCH + layer_state.MAX_PREDECESSORS)
     # Exit requests: keys, gains and owners; routed keys and slots; those received; answers both ways.
-    buffers += batch * ROW * ((8 + 1 + 8) + 2 * 8 + 8 + 2)
-    return BASE_BYTES + share(working_bytes(seeds)) + smaller + buffers
+    return buffers + batch * ROW * ((8 + 1 + 8) + 2 * 8 + 8 + 2)
+
+
+def lean_process_bytes(seeds: int, processes: int, threads: int = 1) -> int:
+    """Memory of one of `processes` processes building layer `seeds` if each
+    held its slice in the lean state (a model: the MPI build holds the
+    in-memory state today, process_bytes): the process, half a byte a
+    position of its slice and the lean stages' buffers, its exchange buffers
+    as process_bytes counts them, and no smaller layer (the exits streamed
+    from the files, solver.lean_exits, in slices of whatever is left)."""
+    share = -(-index.layer_size(seeds) // processes)
+    return (LEAN_BASE_BYTES + (share + 1) // 2 + lean.stage_buffer_bytes(share)
+            + exchange_buffer_bytes(processes, threads))
 
 
 def largest_layer(budget: int, disk: bool = True) -> int:
@@ -144,34 +169,100 @@ def mode(seeds: int, budget: int) -> str:
 
 
 def lean_least_bytes(seeds: int) -> int:
-    """The least budget the lean stages build layer `seeds` in (lean_plan)."""
+    """The least budget the lean stages build layer `seeds` in (lean_plan):
+    their stages, or their exits, resident or streamed in the smallest
+    slice and window, whichever of the two exits needs less."""
     largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
     size = index.layer_size(seeds)
+    resident = largest + lean.exit_buffer_bytes(size)
+    least_slice = min(size, SLICE_UNIT)
     return LEAN_BASE_BYTES + max((size + 1) // 2 + lean.stage_buffer_bytes(size),
-                                 largest + lean.exit_buffer_bytes(size))
+                                 min(resident, streamed_exit_bytes(least_slice, 1) if largest else resident))
 
 
-def lean_plan(seeds: int, budget: int) -> dict | None:
+def streamed_exit_bytes(slice_ranks: int, window: int, batch: int = lean_exits.BATCH) -> int:
+    """Memory the streamed exits (solver.lean_exits) hold beside the process:
+    a slice's values and count nibbles, a window of a smaller layer, a batch's
+    requests and a piece of a bucket file."""
+    return slice_ranks + (slice_ranks + 1) // 2 + window + lean_exits.batch_bytes(batch)
+
+
+def request_bytes(ranks: int) -> int:
+    """Bytes the requests of `ranks` positions take in the scratch folder, planned high (LOOKUPS_A_POSITION)."""
+    return int(ranks * LOOKUPS_A_POSITION) * lean_exits.REQUEST_BYTES
+
+
+def streamed_layout(seeds: int, budget: int, scratch_room: int | None = None) -> dict | None:
+    """The streamed exits' slices and window for layer `seeds` under `budget`
+    (and, with `scratch_room`, the bytes the scratch folder may take), or
+    None when no slice fits: the window an eighth of what the budget leaves
+    (at most lean_exits.MAX_WINDOW and the largest smaller layer), the
+    slices the fewest whose 1.5 bytes a position fit beside it (at most
+    lean_exits.MAX_SLICE ranks), and whose requests fit the scratch room
+    beside the state and counts files, evened out. The batch of ranks asked
+    at a time holds a sixteenth of the budget (at least lean_exits.BATCH
+    ranks, at most MAX_BATCH): the bigger, the fewer appends to each bucket
+    file."""
+    size = index.layer_size(seeds)
+    largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
+    batch = max(lean_exits.BATCH, min(MAX_BATCH, (budget - LEAN_BASE_BYTES) // 16 // lean_exits.ASKED_BYTES
+                                      // layer_state.BLOCK * layer_state.BLOCK))
+    free = budget - LEAN_BASE_BYTES - lean_exits.batch_bytes(batch)
+    window = max(1, min(lean_exits.MAX_WINDOW, largest, free // 8))
+    room = (free - window) * 2 // 3
+    if scratch_room is not None:
+        room = min(room, int((scratch_room - size - (size + 1) // 2 - JOURNAL_ROOM)
+                             / (LOOKUPS_A_POSITION * lean_exits.REQUEST_BYTES)))
+    whole = -(-size // layer_state.BLOCK) * layer_state.BLOCK  # the layer in one slice, whole blocks
+    step = min(room, lean_exits.MAX_SLICE, whole)
+    step = whole if step >= whole else step // SLICE_UNIT * SLICE_UNIT
+    if step <= 0:
+        return None
+    slices = -(-size // step)
+    step = min(step, -(-size // slices // SLICE_UNIT) * SLICE_UNIT) if slices > 1 else step
+    return {"slice": step, "window": window, "batch": batch, "slices": -(-size // step)}
+
+
+def lean_plan(seeds: int, budget: int, streamed: bool = False, scratch_room: int | None = None) -> dict | None:
     """The lean stages' plan of layer `seeds` under `budget` (solver.lean), or
     None when they cannot build it: the stages hold half a byte a position
-    and their buffers, the exits a slice beside a group of smaller layers.
-    Returns groups (smaller layers by exit pass), memory_bytes (the peak of
-    either phase), scratch_bytes (the state file, rewritten in place, beside
-    the counts file in the exits and the queue in the stages, planned from
-    measurement: LEAN_QUEUE_BYTES) and traffic_bytes (scratch read and
-    written)."""
+    and their buffers, the exits a slice beside a group of smaller layers,
+    or, when the largest smaller layer does not fit beside a block (or with
+    `streamed`), the exits streamed (solver.lean_exits: streamed_layout,
+    within `scratch_room` when given). Returns groups (smaller layers by exit
+    pass; one, streamed), streamed (None, or the slices and window),
+    memory_bytes (the peak of either phase), scratch_bytes (the state file,
+    rewritten in place, beside the counts file and a slice's requests in the
+    exits and the queue in the stages, planned from measurement:
+    LEAN_QUEUE_BYTES, LOOKUPS_A_POSITION), traffic_bytes (scratch read and
+    written) and table_read_bytes (the smaller layers' values read by the
+    exits: once a group, or once a slice)."""
     size = index.layer_size(seeds)
     stages = LEAN_BASE_BYTES + (size + 1) // 2 + lean.stage_buffer_bytes(size)
     room = budget - LEAN_BASE_BYTES - lean.exit_buffer_bytes(size)
     largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
-    if stages > budget or largest > room:
+    smaller = sum(index.layer_size(m) for m in layer_state.exit_layers(seeds))
+    queue = max((size + 1) // 2, int(size * LEAN_QUEUE_BYTES) + QUEUE_FLOOR)
+    stage_traffic = size * (1 + 2 * (seeds + 1))
+    if stages > budget:
         return None
-    groups = first_fit(layer_state.exit_layers(seeds), room)
-    group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
-    return {"groups": groups,
-            "memory_bytes": max(stages, LEAN_BASE_BYTES + lean.exit_buffer_bytes(size) + group_bytes),
-            "scratch_bytes": size + max((size + 1) // 2, int(size * LEAN_QUEUE_BYTES) + QUEUE_FLOOR) + JOURNAL_ROOM,
-            "traffic_bytes": size * (2 * len(groups) + 1 + 2 * (seeds + 1))}
+    if largest <= room and not streamed:
+        groups = first_fit(layer_state.exit_layers(seeds), room)
+        group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
+        return {"groups": groups, "streamed": None,
+                "memory_bytes": max(stages, LEAN_BASE_BYTES + lean.exit_buffer_bytes(size) + group_bytes),
+                "scratch_bytes": size + queue + JOURNAL_ROOM,
+                "traffic_bytes": size * 2 * len(groups) + stage_traffic, "table_read_bytes": smaller}
+    layout = streamed_layout(seeds, budget, scratch_room)
+    if layout is None or not layer_state.exit_layers(seeds):
+        return None
+    asks = request_bytes(min(size, layout["slice"]))
+    return {"groups": [layer_state.exit_layers(seeds)], "streamed": layout,
+            "memory_bytes": max(stages, LEAN_BASE_BYTES + streamed_exit_bytes(layout["slice"], layout["window"],
+                                                                                layout["batch"])),
+            "scratch_bytes": size + max((size + 1) // 2 + asks, queue) + JOURNAL_ROOM,
+            "traffic_bytes": size * 2 + 2 * request_bytes(size) + stage_traffic,
+            "table_read_bytes": smaller * layout["slices"]}
 
 
 def disk_bounds(size: int, parts: int) -> list[int]:
@@ -252,6 +343,22 @@ def disk_seconds(seeds: int, layout: dict, rate: float) -> float:
     visits = seeds * VISITS_A_STAGE * layout["slices"] if layout["sliced_stages"] else 0
     return (size / rate * (SLICED_SLOWDOWN if layout["sliced_stages"] else 1.0) + visits * VISIT_SECONDS
             + (len(layout["groups"]) - 1) * size * EXIT_SCAN_SECONDS + layout["traffic_bytes"] / DISK_BANDWIDTH)
+
+
+def lean_seconds(seeds: int, layout: dict, rate: float) -> float:
+    """The lean stages' time for layer `seeds` with `layout` (lean_plan), a
+    model: the in-memory time at `rate` times LEAN_SLOWDOWN, the scratch
+    traffic at DISK_BANDWIDTH, and for streamed exits what they add to the
+    resident ones (STREAMED_EXIT_SECONDS a position) and the smaller layers
+    read again for each slice past the first (TABLE_READ_SECONDS a position)."""
+    size = index.layer_size(seeds)
+    seconds = size / rate * LEAN_SLOWDOWN + layout["traffic_bytes"] / DISK_BANDWIDTH
+    if layout["streamed"] is not None:
+        slices = layout["streamed"]["slices"]
+        seconds += (size * STREAMED_EXIT_SECONDS
+                    + layout["table_read_bytes"] * (slices - 1) / slices * TABLE_READ_SECONDS)
+    return seconds
+
 
 
 def exit_groups(seeds: int, budget: int) -> list[list[int]]:
@@ -392,15 +499,23 @@ def measured_rates(directory: str | os.PathLike[str]) -> tuple[float, float, str
 
 
 def plan(max_seeds: int, budget: int | None = None, directory: str | None = None,
-         leave_out: tuple[int, ...] = ()) -> dict:
+         leave_out: tuple[int, ...] = (), disk: int | None = None, threads: int | None = None) -> dict:
     """Per layer 0..max_seeds: positions, the mode it is built in (memory,
-    disk, too big), working and peak memory, exit passes, scratch disk, file
-    size and build time estimates under `budget` (dicts), and what the
+    disk, lean, too big), working and peak memory, exit passes, scratch disk,
+    file size and build time estimates under `budget` (dicts), and what the
     estimates rest on. Layers in `leave_out` (47: it cannot arise in a game)
-    are planned as not built, and `saved` says what that saves."""
+    are planned as not built, and `saved` says what that saves. With `disk`
+    (bytes), the tables and the scratch folder share a disk of that size:
+    each layer's peak on it is the tables before it and its scratch (or its
+    scratch's state file and its own file, written from it), the streamed
+    exits' slices are cut to fit it, and a layer that does not fit is
+    marked (fits_disk). `threads` is recorded, not used: the rates are those
+    measured (on 2 cores here), and no measurement supports scaling them by
+    cores (docs/OPENING.md)."""
     budget = budget or default_budget()
     directory = directory or tables.default_directory()
     rate, file_bytes, source = measured_rates(directory)
+    on_disk = 0  # the tables of the layers before
     rows = []
     saved: dict[str, float] = {"positions": 0, "seconds": 0.0, "file_bytes": 0}
     for seeds in range(max_seeds + 1):
@@ -432,23 +547,33 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
                        scratch_bytes=layout["scratch_bytes"], disk_traffic_bytes=layout["traffic_bytes"],
                        seconds=disk_seconds(seeds, layout, rate))
         elif row["mode"] == "lean":
-            lean_layout = lean_plan(seeds, budget)
+            lean_layout = lean_plan(seeds, budget, scratch_room=None if disk is None else disk - on_disk)
+            lean_layout = lean_layout or lean_plan(seeds, budget)
             assert lean_layout is not None, "mode() said lean"
+            streamed = lean_layout["streamed"]
             row.update(exit_passes=len(lean_layout["groups"]), peak_bytes=lean_layout["memory_bytes"],
                        scratch_bytes=lean_layout["scratch_bytes"], disk_traffic_bytes=lean_layout["traffic_bytes"],
-                       seconds=size / rate * LEAN_SLOWDOWN + lean_layout["traffic_bytes"] / DISK_BANDWIDTH)
+                       streamed_exits=streamed is not None, exit_slices=streamed["slices"] if streamed else 0,
+                       table_read_bytes=lean_layout["table_read_bytes"], seconds=lean_seconds(seeds, lean_layout, rate))
         else:
             row["disk_least_bytes"] = disk_least_bytes(seeds)
+            row["lean_least_bytes"] = lean_least_bytes(seeds)
         if seeds in leave_out:
             saved["positions"] += size
             saved["seconds"] += float(row["seconds"])  # type: ignore[arg-type]  # a number in this row
             saved["file_bytes"] += int(size * file_bytes)
             row.update(mode="left out", seconds=0.0, file_bytes=0, scratch_bytes=0, fits=True)
+        written = 0 if seeds in leave_out else int(size * file_bytes)
+        if disk is not None:
+            scratch = 0 if seeds in leave_out else int(row["scratch_bytes"])  # type: ignore[call-overload]  # an int
+            peak = on_disk + max(scratch, (size if row["mode"] == "lean" else 0) + written)
+            row.update(disk_peak_bytes=peak, fits_disk=peak <= disk)
+        on_disk += written
         rows.append(row)
     return {"budget_bytes": budget, "rate": rate, "file_bytes_per_position": file_bytes, "measured_on": source,
             "largest_layer": largest_layer(budget), "largest_in_memory": largest_layer(budget, disk=False),
             "disk_bandwidth": DISK_BANDWIDTH, "left_out": damaged_layers(directory), "leave_out": sorted(leave_out),
-            "saved": saved, "layers": rows}
+            "saved": saved, "layers": rows, "disk_bytes": disk, "threads": threads}
 
 
 def measured_exchange(directory: str | os.PathLike[str]) -> tuple[float, float, str]:
@@ -497,6 +622,9 @@ def cluster_plan(max_seeds: int, processes: int, memory_per_process: int, direct
             "bytes_exchanged": int(exchanged),
             "file_bytes": int(size * file_bytes),
             "seconds": compute + exchanged / processes / bandwidth,
+            "lean_process_bytes": lean_process_bytes(seeds, processes, threads),
+            "lean_fits": lean_process_bytes(seeds, processes, threads) <= memory_per_process,
+            "lean_seconds": compute * LEAN_SLOWDOWN + exchanged / processes / bandwidth,
         })
     return {
         "processes": processes,
@@ -511,19 +639,25 @@ def cluster_plan(max_seeds: int, processes: int, memory_per_process: int, direct
         "file_bytes_per_position": file_bytes,
         "smallest_cluster": {str(seeds): least_processes(seeds, memory_per_process, threads)
                              for seeds in sorted({max_seeds, index.MAX_SEEDS})},
+        "smallest_lean_cluster": {str(seeds): least_processes(seeds, memory_per_process, threads, lean_process_bytes)
+                                  for seeds in sorted({max_seeds, index.MAX_SEEDS})},
         "left_out": damaged_layers(directory),
         "layers": rows,
     }
 
 
-def least_processes(seeds: int, memory_per_process: int, threads: int = 1) -> int | None:
-    """The fewest processes of `memory_per_process` bytes that build layer `seeds` (None if none can)."""
-    if process_bytes(seeds, 1 << 30, threads) > memory_per_process:
+def least_processes(seeds: int, memory_per_process: int, threads: int = 1,
+                    need: Callable[[int, int, int], int] | None = None) -> int | None:
+    """The fewest processes of `memory_per_process` bytes that build layer
+    `seeds` (None if none can), each needing need(seeds, processes, threads)
+    (process_bytes, or lean_process_bytes)."""
+    need = need or process_bytes
+    if need(seeds, 1 << 30, threads) > memory_per_process:
         return None
     low, high = 1, 1 << 30
     while low < high:
         middle = (low + high) // 2
-        if process_bytes(seeds, middle, threads) <= memory_per_process:
+        if need(seeds, middle, threads) <= memory_per_process:
             high = middle
         else:
             low = middle + 1

@@ -250,7 +250,7 @@ def test_plan_prints_every_layer_with_passes_and_estimates(built16):
     assert [row["seeds"] for row in layers] == list(range(49))
     assert layers[32]["positions"] == index.layer_size(32) and layers[32]["mode"] == "memory"
     assert layers[32]["peak_bytes"] <= 20 << 30
-    assert not layers[40]["fits"]
+    assert layers[40]["fits"] and layers[40]["streamed_exits"] and not layers[41]["fits"]  # 40: its exits streamed
     assert data["largest_layer"] == plan.largest_layer(20 << 30)
     assert data["measured_on"].startswith("layer 16")
     text = runner.invoke(cli, ["plan", "--max-seeds", "34", "--memory", "20G", "--dir", directory])

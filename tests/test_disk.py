@@ -288,7 +288,7 @@ def test_a_budget_below_a_layers_memory_need_builds_it_on_disk_from_the_command_
 
 
 def test_the_plan_shows_each_layers_mode_memory_scratch_and_time():
-    result = plan.plan(40, budget=22 << 30, directory="/nonexistent", leave_out=())
+    result = plan.plan(41, budget=22 << 30, directory="/nonexistent", leave_out=())
     rows = {row["seeds"]: row for row in result["layers"]}
     assert rows[34]["mode"] == "memory" and rows[34]["scratch_bytes"] == 0
     for seeds in (35, 36):  # their stages in memory, their exits through disk
@@ -301,14 +301,15 @@ def test_the_plan_shows_each_layers_mode_memory_scratch_and_time():
         # one state file, rewritten in place, beside the larger of the counts file and the queue (docs/DISK.md)
         assert rows[seeds]["positions"] * 1.5 <= rows[seeds]["scratch_bytes"] <= rows[seeds]["positions"] * 1.7
     assert rows[37]["scratch_bytes"] < 30e9 and rows[38]["scratch_bytes"] < 40e9  # within this machine's disk
-    assert rows[40]["mode"] == "too big"  # layer 38 alone does not fit in 22 GiB
-    assert rows[40]["disk_least_bytes"] > index.layer_size(38) + plan.BASE_BYTES
-    assert result["largest_layer"] == 39 and result["largest_in_memory"] == 34
+    assert rows[40]["mode"] == "lean" and rows[40]["streamed_exits"]  # layer 38 alone does not fit: exits streamed
+    assert rows[41]["mode"] == "too big"  # half a byte a position of layer 41 does not fit in 22 GiB
+    assert rows[41]["lean_least_bytes"] > index.layer_size(41) // 2 + plan.LEAN_BASE_BYTES
+    assert result["largest_layer"] == 40 and result["largest_in_memory"] == 34
     text = CliRunner().invoke(cli, ["plan", "--max-seeds", "48", "--memory", "22G", "--leave-out-47"])
     assert text.exit_code == 0, text.output
     assert "left out (no game reaches it)" in text.output
     assert f"leaving out layer 47 saves {index.layer_size(47):,} positions" in text.output
-    assert "layers 40.. do not fit" in text.output and "layer 40 needs 22.5 GiB" in text.output
+    assert "layers 41.. do not fit" in text.output and "layer 41 needs 22.4 GiB" in text.output
 
 
 def test_a_layer_no_later_one_needs_can_be_left_out_of_a_build(tmp_path):

@@ -408,4 +408,4 @@ def test_the_cluster_plan_reads_its_rates_from_a_distributed_build(tmp_path):
                     "--threads", "2", "--dir", directory)
     assert result.returncode == 0, result.stderr
     assert "layer 48 needs at least 9 processes of 128.0 GiB" in result.stdout
-    assert _awele("plan", "--threads", "2").returncode == 2
+    assert _awele("plan", "--memory-per-process", "2G").returncode == 2
