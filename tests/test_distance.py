@@ -2,9 +2,11 @@
 reference, lines that follow the distances, the overflow rows, the files and
 the read side."""
 
+import hashlib
 import itertools
 import json
 import math
+import os
 
 import h5py
 import numpy as np
@@ -213,6 +215,23 @@ def test_the_sliced_plan_cuts_a_layer_only_as_far_as_its_smaller_layers_need():
     assert sorted(m for g in groups for m in g) == layer_state.exit_layers(seeds)
     assert distance.sliced_plan(seeds, whole + largest, slices=4)[0] == [0, *(-(-size // 4) * k for k in (1, 2, 3)),
                                                                          size]
+
+
+DISTANCE_HASHES = json.load(open(os.path.join(os.path.dirname(__file__), "data", "distance_sha256.json")))["sha256"]
+
+
+def _distance_digest(bytes_, rows):
+    return hashlib.sha256(np.ascontiguousarray(bytes_, np.uint8).tobytes()
+                          + np.ascontiguousarray(rows, "<i8").tobytes()).hexdigest()
+
+
+def test_every_distance_is_the_one_recorded(solved, table_dir):
+    # tests/data/distance_sha256.json: the distances of 0..20 as the pass computed them before its rewrite.
+    _, found = solved
+    for seeds in range(LAYERS + 1):
+        assert _distance_digest(found[seeds].distance, found[seeds].overflow) == DISTANCE_HASHES[str(seeds)]["pass"]
+        stored, rows = tables.load_distances(table_dir, seeds)
+        assert _distance_digest(stored[: index.layer_size(seeds)], rows) == DISTANCE_HASHES[str(seeds)]["file"]
 
 
 def test_a_layer_without_its_smaller_layers_is_refused():
