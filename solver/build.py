@@ -282,7 +282,8 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     again from the start, in one line that says so, when the check fails.
     With `distances`, the file holds the layer's distances too (solver.distance)."""
     while True:
-        stats, load_seconds = _solve_in_memory(seeds, directory, store, budget, rows, progress, checkpoints)
+        stats, load_seconds, exits = _solve_in_memory(seeds, directory, store, budget, rows, progress, checkpoints,
+                                                      distances)
         first_stage = stats["resumed_at_stage"]
         if first_stage is None or checkpoints is None:
             break
@@ -293,7 +294,7 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
                  f"({problem}): it is built again from the start, its checkpoint removed")
         checkpoints.clear()
         store.drop(seeds)
-    found = _distances(seeds, directory, store, budget, rows) if distances else None
+    found = _distances(seeds, directory, store, budget, rows, exits) if distances else None
     stats.update(found.stats if found else {})
     started = time.perf_counter()
     tables.write_table(
@@ -314,9 +315,12 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
 
 
 def _solve_in_memory(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...],
-                     progress: Callable | None, checkpoints: LayerCheckpoints | None) -> tuple[dict[str, Any], float]:
+                     progress: Callable | None, checkpoints: LayerCheckpoints | None, distances: bool = False
+                     ) -> tuple[dict[str, Any], float, np.ndarray | None]:
     """Layer `seeds` solved in its slot of `store` (build_layer), resumed where
-    `checkpoints` say; (stats, seconds spent loading smaller layers)."""
+    `checkpoints` say; (stats, seconds spent loading smaller layers, its exit
+    values as the distance pass starts from them: kept with `distances`
+    when the budget holds them beside the stages, else None)."""
     working = working_bytes(seeds)
     wanted = set(layer_state.exit_layers(seeds))
     # Layers no longer needed by this layer or the next go first; the one just
@@ -339,10 +343,14 @@ def _solve_in_memory(seeds: int, directory: str, store: LayerStore, budget: int,
                 _load(directory, store, m)
         load_seconds += time.perf_counter() - started
         solver.exits(group)
+    # The exit values, a byte a position beside the stages, spare the distance pass every capture (its start).
+    keep = distances and first_stage is None and (BASE_BYTES + working + store.resident_bytes()
+                                                  + distance.working_bytes(solver.size) <= budget)
+    exits = distance.exit_bytes(solver.values, solver.size) if keep else None
     stats = solver.solve(progress, first_stage=first_stage,
                          after_stage=None if checkpoints is None else checkpoints.after_stage(solver))
     stats["resumed_at_stage"] = first_stage
-    return stats, load_seconds
+    return stats, load_seconds, exits
 
 
 RESUMED_SAMPLE = 10_000  # positions of a resumed layer checked, when it is too large to check whole
@@ -380,29 +388,44 @@ def check_resumed(directory: str, seeds: int, store: LayerStore, budget: int, va
     return f"{wrong:,} of {RESUMED_SAMPLE:,} positions drawn disagree with their moves" if wrong else ""
 
 
-def _distances(seeds, directory, store, budget, rows):
-    """The distances of layer `seeds`, solved in `store` (solver.distance), or None when the budget cannot hold them."""
-    groups = distance_groups(seeds, budget)
+def _distances(seeds, directory, store, budget, rows, exits=None):
+    """The distances of layer `seeds`, solved in `store` (solver.distance), from
+    its `exits` when kept (no smaller layer needed), or None when the budget
+    cannot hold them."""
+    groups = [] if exits is not None else distance_groups(seeds, budget)
     if groups is None:
         return None
     return distance.build_distances(seeds, store, groups, rows, lambda m: _load(directory, store, m),
-                                    lambda keep, need, working: _make_room(store, keep, need, budget, working))
+                                    lambda keep, need, working: _make_room(store, keep, need, budget, working), exits)
 
 
-def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...]
-                  ) -> dict[str, Any] | None:
+def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...],
+                  slices: int | None = None) -> dict[str, Any] | None:
     """Give the file of layer `seeds`, which holds values alone, its distances
     (its values and smaller layers read, checked, into `store`); return
-    their stats, or None when the budget cannot hold the pass."""
-    if distance_groups(seeds, budget) is None:
+    their stats, or None when the budget cannot hold the pass. When the
+    layer's values, its distance bytes and its largest smaller layer do not
+    fit together, the starts read its values a slice at a time
+    (distance.sliced_plan; `slices` forces that many, as the disk mode's
+    tests do)."""
+    groups = distance_groups(seeds, budget) if slices is None else None
+    sliced = distance.sliced_plan(seeds, budget, slices) if groups is None else None
+    if groups is None and sliced is None:
         return None
     for m in store.layers():
         if m not in layer_state.exit_layers(seeds) and m not in (seeds, seeds - 1):
             store.drop(m)
-    if not store.loaded[seeds]:
-        _make_room(store, {seeds}, index.layer_size(seeds), budget, 0)
-        _load(directory, store, seeds)
-    found = _distances(seeds, directory, store, budget, rows)
+    if sliced is not None:
+        bounds, sliced_groups = sliced
+        found = distance.build_distances_sliced(
+            seeds, store, bounds, sliced_groups, rows, lambda lo, hi: tables.load_slice(directory, seeds, lo, hi)[0],
+            lambda m: _load(directory, store, m), lambda keep, need, working: _make_room(store, keep, need, budget,
+                                                                                         working))
+    else:
+        if not store.loaded[seeds]:
+            _make_room(store, {seeds}, index.layer_size(seeds), budget, 0)
+            _load(directory, store, seeds)
+        found = _distances(seeds, directory, store, budget, rows)
     if found is None:
         return None
     started = time.perf_counter()
@@ -417,6 +440,7 @@ def _warm_up(max_seeds, distances=False):
     store = retrograde.solve_up_to(min(8, max_seeds))
     if distances:
         distance.layer_distances(min(8, max_seeds), store)
+        distance.exit_bytes(np.zeros(layer_state.LINE, dtype=np.int8), 1)
     tables.fletcher32(np.frombuffer(bytes(2), dtype=np.uint8))  # read-only, as the writer passes it
     tables.byte_histogram(np.zeros(1, dtype=np.int8))
 
@@ -563,9 +587,12 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     smaller layer (tests).
     With `distances` (the default) each layer's file holds its distances to
     conversion too (solver.distance), and a valid file that holds values
-    alone gains them, its values read rather than built again; a layer in
-    the disk mode, or one whose distance pass does not fit the budget, is
-    written without (the row's "distances" says so).
+    alone gains them, its values read rather than built again. A layer in
+    the disk mode gains them once its values are written (add_distances,
+    its smaller layers beside a slice of it at a time when they do not fit
+    beside it whole); one in the lean stages, or one whose distance pass
+    does not fit the budget, is written without (the row's "distances"
+    says so).
 
     report(dict) is called after each layer with: seeds, positions, seconds,
     positions_per_second, peak_bytes, built (False when the file was there),
@@ -654,6 +681,9 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                                        if checkpoint_dir else None)
                         stats = build_layer(seeds, directory, store, budget, rows, progress=step,
                                             checkpoints=checkpoints, distances=distances)
+                        if distances and "distance_seconds" not in stats:  # not beside its smaller layers whole
+                            added = add_distances(seeds, directory, store, budget, rows)
+                            stats.update({k: v for k, v in (added or {}).items() if "distance" in k})
                         _clear_layer_files(seeds, scratch if scratch_held else None, None, "it was built in memory")
                         row.update(mode="memory", resumed_at_stage=stats["resumed_at_stage"],
                                    distances="distance_seconds" in stats,
@@ -664,7 +694,10 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                                                     budget=budget)
                         _clear_layer_files(seeds, scratch if scratch_held else None, checkpoint_dir,
                                            "it was built in the disk mode")
-                        row.update(mode="disk", distances=False, slices=layout["slices"],
+                        added = (add_distances(seeds, directory, store, budget, rows,
+                                               layout["slices"] if disk_slices else None) if distances else None)
+                        row.update({k: v for k, v in (added or {}).items() if "distance" in k})
+                        row.update(mode="disk", distances=added is not None, slices=layout["slices"],
                                    scratch_bytes=layout["scratch_bytes"],
                                    sliced_stages=layout["sliced_stages"],
                                    resumed_at_stage=stats.get("resumed_at_stage"),
@@ -735,7 +768,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                       threads: int | None = None, memory: int | None = None, checkpoint_dir: str | None = None,
                       checkpoint_interval: float = 0.0,
                       report: Callable[[dict], None] | None = None, progress: Callable | None = None,
-                      outbox: int | None = None, batch: int | None = None) -> None:
+                      outbox: int | None = None, batch: int | None = None, distances: bool = True) -> None:
     """build() on the processes of `exchange` (solver.distributed; every one
     calls this): each holds its slice of each layer, process 0 writes the
     files, which are the same as build()'s. `memory` is the budget of one
@@ -744,7 +777,10 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
     (at most every `checkpoint_interval` seconds) and a rerun with as many
     processes resumes a layer there. report(row), on process 0 only, adds
     to build()'s fields the processes, bytes exchanged and seconds spent
-    communicating.
+    communicating. With `distances` (the default), process 0 then gives
+    each layer's file its distances (add_distances, from the files, within
+    `memory`), as one process would: the same distances whatever the
+    process count; a layer already built gains them the same way.
     """
     exchange = exchange or distributed.world()
     processes, rank = exchange.size, exchange.rank
@@ -767,13 +803,17 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                 too_big = [n for n in missing if process_bytes(n, processes, threads, outbox, batch) > budget]
                 if too_big:
                     raise BuildError(process_memory_message(too_big[0], processes, budget, threads))
-                decision = {"missing": missing}
+                undistanced = [n for n in range(max_seeds + 1) if distances and n not in missing
+                               and not _existing_distances_ok(directory, n)]
+                decision = {"missing": missing, "undistanced": undistanced}
             except (BuildError, TableWriteError, CorruptTableError, TableMismatchError) as error:
                 decision = {"error": str(error)}
         decision = exchange.broadcast(decision)
         if "error" in decision:
             raise CollectiveError(decision["error"])
         missing = decision["missing"]
+        undistanced = decision["undistanced"]
+        own = LayerStore(max_seeds) if rank == 0 and distances else None  # process 0's, for the distances
         with layer_state.thread_count(threads):
             slices = distributed.Slices(exchange, distributed.all_bounds(max_seeds, processes))
             checkpoints = distributed.Checkpoints(checkpoint_dir, exchange, checkpoint_interval)
@@ -814,6 +854,11 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                                resumed_at_stage=stats["resumed_at_stage"], exit_bytes_exchanged=exit_bytes,
                                stage_rounds=stats["stage_rounds"],
                                working_bytes=-(-working_bytes(seeds) // processes))
+                if own is not None and (seeds in missing or seeds in undistanced):
+                    added = add_distances(seeds, directory, own, budget, rows)
+                    row.update({k: v for k, v in (added or {}).items() if "distance" in k}, distances=added is not None)
+                    for m in own.layers():  # nothing held between layers beside the slices
+                        own.drop(m)
                 seconds = time.perf_counter() - started
                 shared = exchange.gather((exchange.bytes_sent - sent, exchange.seconds - talking, peak_memory_bytes()))
                 if rank == 0:

@@ -58,7 +58,8 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
 
     Under MPI (`mpiexec -n P awele build ...`, with the mpi extra) every
     process holds a slice of each layer, --memory is each process's budget,
-    and process 0 writes the same files, values alone for now; see docs/CLUSTER.md.
+    and process 0 writes the same files (and their distances, computed by
+    process 0 from the files); see docs/CLUSTER.md.
 
     Each layer's file also holds its distances to conversion (plies to the
     next capture under play that keeps the value: `awele best` shows them),
@@ -86,7 +87,7 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
     try:
         check_options()
         _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval,
-                           as_json, quiet)
+                           as_json, quiet, distances=not no_distance)
     except BaseException as error:
         _distributed_failure(exchange, error)
 
@@ -222,7 +223,7 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
 
 
 def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval, as_json,
-                       quiet):
+                       quiet, distances=True):
     """The build on the processes of `exchange`; only process 0 prints."""
     from . import build as builder
     from . import index
@@ -242,7 +243,7 @@ def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoi
     builder.build_distributed(max_seeds, directory, exchange, threads=threads, memory=budget,
                               checkpoint_dir=checkpoint_dir, checkpoint_interval=checkpoint_interval,
                               report=_layer_reporter(bars, as_json) if first else None,
-                              progress=progress if first else None)
+                              progress=progress if first else None, distances=distances)
     if first and not as_json:
         click.echo(f"done in {time.perf_counter() - started:.1f} s")
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from solver import build, disk, exits, index, layer_state, plan, tables
+from solver import build, disk, distance, exits, index, layer_state, plan, tables
 from solver.cli import cli
 from solver.errors import BuildError
 from solver.layers import LayerStore
@@ -70,6 +70,39 @@ def test_a_build_forced_on_disk_reproduces_the_recorded_hashes(tmp_path):
     for seeds in range(15):
         assert _digest(tables.load_values(str(tmp_path), seeds)) == HASHES[seeds], f"layer {seeds}"
     assert not os.path.exists(tmp_path / build.SCRATCH_NAME)  # the default scratch folder goes once empty
+
+
+def _distances(directory, seeds):
+    found, overflow = tables.load_distances(directory, seeds)
+    return found[: index.layer_size(seeds)], overflow
+
+
+def test_layers_built_on_disk_gain_the_distances_an_in_memory_build_gives(table_dir, tmp_path):
+    # Their smaller layers a group at a time beside a slice of their values (3 slices), then the frontiers.
+    directory = _copy_layers(table_dir, tmp_path / "db", range(10))
+    rows = []
+    build.build(12, directory, threads=1, report=rows.append, disk_slices=3)
+    assert [(r["seeds"], r.get("mode"), r.get("distances")) for r in rows if r["built"]] == [
+        (seeds, "disk", True) for seeds in (10, 11, 12)]
+    for seeds in (10, 11, 12):
+        (got, got_rows), (expected, expected_rows) = _distances(directory, seeds), _distances(table_dir, seeds)
+        assert np.array_equal(got, expected) and np.array_equal(got_rows, expected_rows), seeds
+        assert _digest(tables.load_values(directory, seeds)) == HASHES[seeds]
+
+
+def test_a_budget_too_small_for_a_layers_distances_whole_slices_them(table_dir, tmp_path):
+    # The largest smaller layer does not fit beside layer 12's values and distance bytes: the starts read the
+    # layer a slice at a time beside it, and the distances are the same.
+    directory = _copy_layers(table_dir, tmp_path / "db", range(12))
+    build.build(12, directory, threads=1, distances=False)
+    assert not tables.check_distances(directory, 12)
+    size = index.layer_size(12)
+    budget = plan.BASE_BYTES + size + distance.working_bytes(size) + index.layer_size(10) - 1
+    assert plan.distance_groups(12, budget) is None and len(distance.sliced_plan(12, budget)[0]) == 3
+    store = build.load_layers(directory, range(12), LayerStore(12))
+    assert build.add_distances(12, directory, store, budget, index.RowTables(12).arrays) is not None
+    assert all(np.array_equal(a, b) for a, b in zip(_distances(directory, 12), _distances(table_dir, 12)))
+    assert _digest(tables.load_values(directory, 12)) == HASHES[12]
 
 
 @pytest.mark.parametrize("parts, groups", [

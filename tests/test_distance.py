@@ -2,8 +2,11 @@
 reference, lines that follow the distances, the overflow rows, the files and
 the read side."""
 
+import hashlib
+import itertools
 import json
 import math
+import os
 
 import h5py
 import numpy as np
@@ -14,7 +17,7 @@ from hypothesis import strategies as st
 from naive import naive_legal_moves, naive_play, naive_terminal_value
 from naive_distance import naive_distances
 
-from solver import Position, build, distance, index, plan, retrograde, tables
+from solver import Position, build, distance, index, layer_state, plan, retrograde, tables
 from solver.cli import cli
 from solver.distance import DISTANCE_CAP, NO_DISTANCE, distance_at, layer_distances
 from solver.errors import CorruptTableError, MissingDistanceError
@@ -144,6 +147,91 @@ def test_one_and_two_threads_give_the_same_distances(solved):
         again = layer_distances(LAYERS, store, threads=threads)
         assert np.array_equal(again.distance, found[LAYERS].distance)
         assert np.array_equal(again.overflow, found[LAYERS].overflow)
+
+
+def test_a_sliced_pass_gives_the_same_distances(solved):
+    # The disk mode's way: the smaller layers a group at a time beside a slice of the layer's values, then the
+    # quiet moves and the frontiers with the layer whole.
+    store, found = solved
+    for seeds in range(LAYERS + 1):
+        values = store.layer(seeds).copy()
+        size = values.shape[0]
+        layers = layer_state.exit_layers(seeds)
+        for parts in (1, 3):
+            bounds = sorted({size * k // parts for k in range(parts + 1)})
+            solver = distance.DistanceSolver(seeds, store, sliced=True)
+            for group in (layers[::2], layers[1::2]):
+                solver.sliced_starts(group, bounds, lambda lo, hi: values[lo:hi].copy())
+            with pytest.raises(ValueError, match="quiet"):
+                solver.solve()
+            solver.quiet()
+            again = solver.solve()
+            assert np.array_equal(again.distance, found[seeds].distance), (seeds, parts)
+            assert np.array_equal(again.overflow, found[seeds].overflow)
+
+
+def test_the_start_from_a_layers_exit_values_gives_the_same_distances(solved):
+    # The build keeps each layer's exit values between its exit passes and its stages: the start then plays no
+    # capture and reads no smaller layer.
+    store, found = solved
+    for seeds in range(LAYERS + 1):
+        solver = retrograde.LayerSolver(seeds, store)
+        solver.exits(layer_state.exit_layers(seeds))
+        exits = distance.exit_bytes(solver.values, solver.size)
+        solver.solve()
+        again = distance.DistanceSolver(seeds, store, exits=exits)
+        with pytest.raises(ValueError, match="exit values"):
+            again.starts([])
+        again.starts_from_exits()
+        result = again.solve()
+        assert np.array_equal(result.distance, found[seeds].distance), seeds
+        assert np.array_equal(result.overflow, found[seeds].overflow)
+
+
+def test_frontiers_told_from_carried_rows_or_from_their_blocks_agree(solved, monkeypatch):
+    # A frontier that does not fit the rows carried to it is found again in its blocks: a handful of rows makes
+    # most frontiers do so, and the distances are the same.
+    store, found = solved
+    monkeypatch.setattr(distance, "CARRIED_ROWS", 7)
+    for seeds in range(LAYERS + 1):
+        again = layer_distances(seeds, store)
+        assert np.array_equal(again.distance, found[seeds].distance), seeds
+        assert np.array_equal(again.overflow, found[seeds].overflow)
+
+
+def test_the_sliced_plan_cuts_a_layer_only_as_far_as_its_smaller_layers_need():
+    seeds = 20
+    size = index.layer_size(seeds)
+    largest = index.layer_size(seeds - 2)
+    whole = plan.BASE_BYTES + size + distance.working_bytes(size)
+    assert distance.sliced_plan(seeds, whole - 1) is None  # the frontiers hold the layer whole
+    bounds, groups = distance.sliced_plan(seeds, whole + largest + size)
+    assert bounds == [0, size] and sorted(m for g in groups for m in g) == layer_state.exit_layers(seeds)
+    budget = whole + largest - 1  # the largest smaller layer no longer fits beside the layer's values whole
+    bounds, groups = distance.sliced_plan(seeds, budget)
+    assert len(bounds) == 3 and bounds[0] == 0 and bounds[-1] == size and bounds[1] % distance.SLICE_ALIGN == 0
+    widest = max(b - a for a, b in itertools.pairwise(bounds))
+    assert plan.BASE_BYTES + distance.working_bytes(size) + widest + largest <= budget
+    assert sorted(m for g in groups for m in g) == layer_state.exit_layers(seeds)
+    assert distance.sliced_plan(seeds, whole + largest, slices=4)[0] == [0, *(-(-size // 4) * k for k in (1, 2, 3)),
+                                                                         size]
+
+
+DISTANCE_HASHES = json.load(open(os.path.join(os.path.dirname(__file__), "data", "distance_sha256.json")))["sha256"]
+
+
+def _distance_digest(bytes_, rows):
+    return hashlib.sha256(np.ascontiguousarray(bytes_, np.uint8).tobytes()
+                          + np.ascontiguousarray(rows, "<i8").tobytes()).hexdigest()
+
+
+def test_every_distance_is_the_one_recorded(solved, table_dir):
+    # tests/data/distance_sha256.json: the distances of 0..20 as the pass computed them before its rewrite.
+    _, found = solved
+    for seeds in range(LAYERS + 1):
+        assert _distance_digest(found[seeds].distance, found[seeds].overflow) == DISTANCE_HASHES[str(seeds)]["pass"]
+        stored, rows = tables.load_distances(table_dir, seeds)
+        assert _distance_digest(stored[: index.layer_size(seeds)], rows) == DISTANCE_HASHES[str(seeds)]["file"]
 
 
 def test_a_layer_without_its_smaller_layers_is_refused():
@@ -281,8 +369,10 @@ def test_best_shows_each_move_s_distance(table_dir):
 
 
 def test_a_layer_whose_distances_do_not_fit_the_budget_is_written_with_its_values_alone(tmp_path, monkeypatch):
-    groups = plan.distance_groups
-    monkeypatch.setattr(build, "distance_groups", lambda n, budget: None if n == 8 else groups(n, budget))
+    # Layer 8's pass made to need more than any budget: neither whole, nor sliced, nor from its exit values.
+    working = distance.working_bytes
+    monkeypatch.setattr(distance, "working_bytes",
+                        lambda size: 1 << 60 if size == index.layer_size(8) else working(size))
     rows = []
     build.build(8, str(tmp_path), report=rows.append)
     assert [r["distances"] for r in rows] == [True] * 8 + [False]

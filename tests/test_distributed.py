@@ -31,6 +31,15 @@ def _check_hashes(directory, top):
         assert _digest(tables.load_values(directory, seeds)) == HASHES[str(seeds)], f"layer {seeds}"
 
 
+def _check_distances(directory, expected, top):
+    """Every layer 0..top of `directory` holds the distances `expected`'s files (one process, in memory) hold."""
+    for seeds in range(top + 1):
+        size = index.layer_size(seeds)
+        (got, got_rows), (want, want_rows) = tables.load_distances(directory, seeds), tables.load_distances(expected,
+                                                                                                            seeds)
+        assert np.array_equal(got[:size], want[:size]) and np.array_equal(got_rows, want_rows), f"layer {seeds}"
+
+
 def _awele(*args, env=None, timeout=600):
     return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
@@ -226,6 +235,22 @@ def test_the_slice_path_alone_gives_the_recorded_tables(tmp_path):
         assert int(handle.attrs["processes"]) == 1
 
 
+def test_the_slice_path_writes_the_distances_one_process_in_memory_writes(tmp_path, table_dir):
+    rows = []
+    build.build_distributed(9, str(tmp_path), distributed.Exchange(), threads=1, report=rows.append)
+    assert all(row["distances"] for row in rows)
+    _check_hashes(str(tmp_path), 9)
+    _check_distances(str(tmp_path), table_dir, 9)
+    # A folder of values alone (--no-distance) gains them, its values kept.
+    values_alone = str(tmp_path / "values")
+    build.build_distributed(9, values_alone, distributed.Exchange(), threads=1, distances=False)
+    assert not any(tables.check_distances(values_alone, n) for n in range(10))
+    rows.clear()
+    build.build_distributed(9, values_alone, distributed.Exchange(), threads=1, report=rows.append)
+    assert all(not row["built"] and row["distances"] for row in rows)
+    _check_distances(values_alone, table_dir, 9)
+
+
 def test_a_slice_runs_each_stage_depth_first_and_a_full_stack_leaves_the_rest_to_sweeps(tmp_path):
     # Depth first, a stage needs no sweep but the one that finds nothing
     # FRESH (the sweeps of old took one for every step of a chain); with a
@@ -289,7 +314,7 @@ def _mpiexec(processes, *command, env=None, timeout=600):
 @pytest.mark.mpi
 @mpi_required
 @pytest.mark.parametrize("processes", [2, 3, 8])  # 8: more processes than cores (and than this machine's 2)
-def test_mpi_builds_the_same_tables_as_one_process(tmp_path, processes):
+def test_mpi_builds_the_same_tables_as_one_process(tmp_path, table_dir, processes):
     directory = str(tmp_path)
     result = _mpiexec(processes, sys.executable, "-m", "solver", "build", "--max-seeds", "14", "--dir", directory,
                       "--threads", "1", "--json")
@@ -299,6 +324,7 @@ def test_mpi_builds_the_same_tables_as_one_process(tmp_path, processes):
     assert all(r["processes"] == processes for r in rows)
     assert rows[-1]["bytes_exchanged"] > 0
     _check_hashes(directory, 14)
+    _check_distances(directory, table_dir, 12)
     # The slices are uneven: no process count here divides the layer into whole blocks.
     assert index.layer_size(14) % (processes * layer_state.BLOCK) != 0
     with tables.open_table(directory, 14) as handle:
