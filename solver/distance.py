@@ -107,7 +107,7 @@ from .layer_state import (
     thread_count,
     value_at,
 )
-from .layers import LayerStore
+from .layers import BASE_BYTES, LayerStore, first_fit
 from .rules import ROW, capture_candidates, legal_mask, play
 
 DISTANCE_CAP = 240  # a stored byte of 240 means "240 or more": the exact distance is in the overflow rows
@@ -962,7 +962,6 @@ def sliced_plan(seeds: int, budget: int, slices: int | None = None) -> tuple[lis
     the largest smaller layer fits beside the distance bytes and one slice
     of values, and the frontiers (values and distance bytes) fit at all;
     None when they do not."""
-    from .plan import BASE_BYTES, first_fit  # plan reads this module's working_bytes
 
     size = index.layer_size(seeds)
     working = working_bytes(size)

@@ -60,6 +60,26 @@ def release(area: mmap.mmap) -> None:
             area.close()
 
 
+BASE_BYTES = 512 << 20  # the process itself: interpreter, numba, HDF5, row tables (solver.plan budgets by it)
+
+
+def first_fit(layers: list[int], room: int) -> list[list[int]]:
+    """`layers` in groups of at most `room` bytes (a byte a position), first fit, largest first."""
+    groups: list[list[int]] = []
+    group_bytes: list[int] = []  # the smaller layers' bytes in each group
+    for layer in sorted(layers, key=index.layer_size, reverse=True):
+        size = index.layer_size(layer)
+        for number, held in enumerate(group_bytes):
+            if held + size <= room:
+                group_bytes[number] += size
+                groups[number].append(layer)
+                break
+        else:
+            groups.append([layer])
+            group_bytes.append(size)
+    return [sorted(group) for group in groups] or [[]]
+
+
 def available_memory() -> int:
     """Memory the system can give this process now (MemAvailable), in bytes."""
     try:

@@ -22,10 +22,9 @@ from collections.abc import Callable
 
 from . import distance, distributed, index, layer_state, lean, lean_exits, tables, verify_layer
 from .errors import BuildError
-from .layers import available_memory
+from .layers import BASE_BYTES, available_memory, first_fit
 from .rules import ROW
 
-BASE_BYTES = 512 << 20  # the process itself: interpreter, numba, HDF5, row tables
 MEMORY_MARGIN = 1 << 30  # left to the system when the budget is not given
 DEFAULT_RATE = 6.0e6  # positions/s a layer is built at on 2 cores when none was measured (33, 34 here: 6.4, 6.2 M)
 DEFAULT_FILE_BYTES = 0.45  # bytes a position on disk when no file has been measured
@@ -390,23 +389,6 @@ def verify_groups(seeds: int, budget: int) -> list[list[int]]:
             f"(the layer, two bits a position, its largest smaller layer and the process); "
             f"the memory budget is {size_text(budget)}")
     return first_fit(layer_state.exit_layers(seeds), room)
-
-
-def first_fit(layers: list[int], room: int) -> list[list[int]]:
-    """`layers` in groups of at most `room` bytes (a byte a position), first fit, largest first."""
-    groups: list[list[int]] = []
-    group_bytes: list[int] = []  # the smaller layers' bytes in each group
-    for layer in sorted(layers, key=index.layer_size, reverse=True):
-        size = index.layer_size(layer)
-        for number, held in enumerate(group_bytes):
-            if held + size <= room:
-                group_bytes[number] += size
-                groups[number].append(layer)
-                break
-        else:
-            groups.append([layer])
-            group_bytes.append(size)
-    return [sorted(group) for group in groups] or [[]]
 
 
 def size_text(count: int, up: bool = False) -> str:
