@@ -605,12 +605,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     directory = directory or tables.default_directory()
     budget = int(memory or default_budget())
     scratch = scratch or os.path.join(directory, SCRATCH_NAME)
-    leave_out = set(leave_out)
-    for seeds in range(max_seeds + 1):
-        needed = sorted(leave_out & set(layer_state.exit_layers(seeds)))
-        if needed and seeds not in leave_out:
-            raise BuildError(f"layer {seeds} needs layer {needed[0]}: only a layer no later one captures into "
-                             f"(47, for 48) can be left out")
+    leave_out = _checked_leave_out(max_seeds, leave_out)
     prepare_directory(directory)
     if checkpoint_dir:
         _check_checkpoint_folder(checkpoint_dir)
@@ -638,16 +633,7 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
         on_disk = any(layout is not None for pair in layouts.values() for layout in pair)
         if on_disk:
             _usable_folder(scratch, "scratch folder")
-        scratch_held = os.path.realpath(scratch) in held and os.path.isdir(scratch)
-        if not scratch_held and (on_disk or os.path.isdir(scratch)):
-            if default_scratch:
-                locks.callback(_remove_if_empty, scratch)  # after its lock goes: the default folder goes once empty
-            try:
-                locks.enter_context(BuildLock(scratch, "scratch folder", remove=default_scratch))
-                scratch_held = True
-            except (BuildError, TableWriteError):
-                if on_disk:
-                    raise  # another build works there (a folder not needed is only left alone)
+        scratch_held = _lock_scratch(locks, scratch, held, default_scratch, on_disk)
         for n in range(max_seeds + 1):
             if n not in missing and n not in leave_out:  # a kill after its table was written left these
                 _clear_layer_files(n, scratch if scratch_held else None, checkpoint_dir, "its table is written")
@@ -720,6 +706,36 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                     report(row)
     return store
 
+
+
+def _checked_leave_out(max_seeds: int, leave_out: Iterable[int]) -> set[int]:
+    """`leave_out` as a set, checked: no layer built may capture into a layer left out."""
+    leave_out = set(leave_out)
+    for seeds in range(max_seeds + 1):
+        needed = sorted(leave_out & set(layer_state.exit_layers(seeds)))
+        if needed and seeds not in leave_out:
+            raise BuildError(f"layer {seeds} needs layer {needed[0]}: only a layer no later one captures into "
+                             f"(47, for 48) can be left out")
+    return leave_out
+
+
+def _lock_scratch(locks: contextlib.ExitStack, scratch: str, held: set[str], default_scratch: bool,
+                  on_disk: bool) -> bool:
+    """Lock the scratch folder in `locks` where the build needs it or it exists (unless a folder in
+    `held` is it); whether the build holds it. The default folder is removed once empty."""
+    if os.path.realpath(scratch) in held and os.path.isdir(scratch):
+        return True
+    if not (on_disk or os.path.isdir(scratch)):
+        return False
+    if default_scratch:
+        locks.callback(_remove_if_empty, scratch)  # after its lock goes: the default folder goes once empty
+    try:
+        locks.enter_context(BuildLock(scratch, "scratch folder", remove=default_scratch))
+        return True
+    except (BuildError, TableWriteError):
+        if on_disk:
+            raise  # another build works there (a folder not needed is only left alone)
+        return False
 
 def _layer_layouts(seeds: int, budget: int, disk_slices: int | None, sliced_stages: bool,
                    streamed_exits: bool = False) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
