@@ -21,6 +21,7 @@ import tempfile
 import time
 
 from solver import build as builder
+from solver.engine import Engine
 from solver.position import Game, Position
 from solver.search import Searcher
 
@@ -62,10 +63,11 @@ def main():
             searcher = Searcher(directory, threads=args.threads)
         else:
             searcher = Searcher(directory, max_table_seeds=args.table_seeds, threads=args.threads)
+        engine = Engine.over(searcher)  # tables or search, as `awele search` decides
         rows = []
         for game in random_games(args.searches, args.seed, args.max_plies):
             started = time.perf_counter()
-            result = searcher.search(game, time=args.time, cycles="own")
+            result = engine.search(game, time=args.time, cycles="own")
             seconds = time.perf_counter() - started
             rows.append({"position": str(game.position), "seconds": seconds, "overrun": seconds - args.time,
                          "depth": result.depth, "source": result.source, "exact": result.exact})

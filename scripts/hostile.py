@@ -183,6 +183,7 @@ def damaged_files(cases, source, work, flips, rng):
 API_CHECK = """
 import sys
 from solver import Tablebase, Searcher
+from solver.engine import Engine
 from solver.errors import TableError
 directory, position, value = sys.argv[1], sys.argv[2], int(sys.argv[3])
 try:
@@ -193,7 +194,7 @@ try:
 except TableError as error:
     assert "awele-13.h5" in str(error), error
 try:
-    result = Searcher(directory, hash_mb=1, max_table_seeds=12).search(position, cycles="split")
+    result = Engine.over(Searcher(directory, hash_mb=1, max_table_seeds=12)).search(position, cycles="split")
     assert result.value == value, f"search {result.value} != {value}"
 except TableError as error:
     assert "awele-13.h5" in str(error), error

@@ -6,8 +6,8 @@
 
 A and B are engine specifications:
 
-- ``awele:KEY=VALUE,...`` plays in-process through solver.search.Searcher.
-  Each key is an argument of Searcher() or of Searcher.search(), for example
+- ``awele:KEY=VALUE,...`` plays in-process through solver.engine.Engine.search over a Searcher.
+  Each key is an argument of Searcher() or of Engine.search(), for example
   ``awele:tables=databases,max_table_seeds=20,hash_mb=64`` (``tables`` is the
   tables folder, Searcher's `tablebase`; TABLES below stands for yours). Keys the Searcher of this checkout
   does not take are refused in one line that lists those it takes, so that
@@ -121,10 +121,11 @@ def awele_options(spec_body):
     """(Searcher() keyword arguments, search() keyword arguments) of an
     ``awele:`` spec body such as ``tables=databases,max_table_seeds=20``.
     Values that make no sense (check_awele_value) are refused here."""
+    from solver.engine import Engine
     from solver.search import Searcher
 
     constructor = [p for p in inspect.signature(Searcher.__init__).parameters if p != "self"]
-    searching = [p for p in inspect.signature(Searcher.search).parameters if p not in RESERVED_SEARCH_KEYS]
+    searching = [p for p in inspect.signature(Engine.search).parameters if p not in RESERVED_SEARCH_KEYS]
     made, searched = {}, {}
     for item in filter(None, (part.strip() for part in spec_body.split(","))):
         key, equals, value = item.partition("=")
@@ -236,9 +237,11 @@ class AweleEngine:
         # the ones its search uses, so two configurations must not share one.
         self.tablebase = Tablebase(directory)
         self.searcher = None
+        self.engine = None
         self.new_game()  # refuses bad values now, in one line
 
     def new_game(self):
+        from solver.engine import Engine
         from solver.search import Searcher
 
         wait = getattr(self.searcher, "wait_for_tables", None)
@@ -246,6 +249,7 @@ class AweleEngine:
             wait()  # the last game's Searcher reads no more into the shared Tablebase
         try:
             self.searcher = Searcher(self.tablebase, **self.made)
+            self.engine = Engine.over(self.searcher)  # decides tables or search, as `awele search`
             # Every table it holds, in memory before the game rather than during
             # it, so that each game is played with the same tables.
             wait = getattr(self.searcher, "wait_for_tables", None)
@@ -263,7 +267,7 @@ class AweleEngine:
             options = {**{k: v for k, v in options.items() if k != "time"}, "nodes": nodes}
         started = time.perf_counter()
         try:
-            result = self.searcher.search(game, **options)
+            result = self.engine.search(game, **options)
         except (AweleError, TypeError, ValueError) as error:
             return Answer(None, time.perf_counter() - started, failure=f"search failed: {error}")
         return Answer(result.move, time.perf_counter() - started, result.depth, result.value, result.exact,

@@ -43,6 +43,7 @@ import statistics
 import sys
 import time
 
+from solver.engine import Engine
 from solver.position import Game, Position
 from solver.probe import Tablebase
 from solver.repetition import DEFAULT_LIMIT, true_rule_bounds
@@ -59,10 +60,10 @@ def sample_games(searcher: Searcher, count: int, low: int, high: int, nodes: int
         for _ in range(4):
             game.play(rng.choice(game.legal_moves()))
         while not game.is_over() and game.position.seeds > high and len(game.moves) < MAX_PLIES:
-            game.play(searcher.search(game, nodes=nodes).move)
+            game.play(Engine.over(searcher).search(game, nodes=nodes).move)
         further = rng.randint(0, 12)  # a position somewhat into the tables, not always the first
         while further and not game.is_over() and game.position.seeds > low:
-            game.play(searcher.search(game, nodes=nodes).move)
+            game.play(Engine.over(searcher).search(game, nodes=nodes).move)
             further -= 1
         if not game.is_over() and low <= game.position.seeds <= high:
             games.append(game)
@@ -82,7 +83,7 @@ def play_out(start: Game, mover_way: str, searcher: Searcher, tablebase: Tableba
             assert best is not None
             game.play(best.move)
         else:
-            game.play(searcher.search(game, nodes=nodes).move)
+            game.play(Engine.over(searcher).search(game, nodes=nodes).move)
     result = game.result() or game.position.captured
     gained = [result[0] - before[0], result[1] - before[1]]
     margin = gained[0] - gained[1] if mover == "S" else gained[1] - gained[0]

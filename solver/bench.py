@@ -15,6 +15,7 @@ import numpy as np
 
 from . import build as builder
 from . import index
+from .engine import Engine
 from .position import Game, Position, perft
 from .probe import Tablebase
 from .search import Searcher
@@ -69,11 +70,13 @@ def bench_search(
     searcher = Searcher(directory, max_table_seeds=table_seeds, hash_mb=hash_mb, threads=threads, evaluation=evaluation,
                         weights_file=weights_file)
     searcher.search(Position.initial(), depth=2)  # compile or load numba's cache
+    engine = Engine.over(searcher)
     rows: list[dict[str, Any]] = []
     for name, game, depth in suite_positions():
         searcher.tt[:] = 0
         searcher.history[:] = 0
-        result = searcher.search(game, depth=max(1, depth + depth_scale), cycles=cycles)
+        # Tables or search, as `awele search` decides.
+        result = engine.search(game, depth=max(1, depth + depth_scale), cycles=cycles)
         elapsed = 0.0
         to_depth = {}
         for iteration, _, _, _, seconds in result.iterations:

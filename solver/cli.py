@@ -381,9 +381,11 @@ def search_command(position: str | None, moves: str | None, depth: int | None, s
     """
     depth, seconds, nodes = _limits(depth, seconds, nodes, 10)
     subject = _parse_game(position, moves)
-    searcher = _searcher(directory, max_tables, hash_mb, threads, quiet=as_json)
-    result = _interruptible(lambda: searcher.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles,
-                                                    bounds=bounds, progress=None if as_json else _report_depth))
+    from .engine import Engine
+
+    engine = Engine.over(_searcher(directory, max_tables, hash_mb, threads, quiet=as_json))
+    result = _interruptible(lambda: engine.search(subject, depth=depth, time=seconds, nodes=nodes, cycles=cycles,
+                                                  bounds=bounds, progress=None if as_json else _report_depth))
     if as_json:
         emit_json(_search_dict(result))
     else:

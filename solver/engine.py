@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING
 
 from .early import EarlyGame
 from .early import search as early_search
-from .errors import GameOverError, MissingTableError, TableError, TableMismatchError
+from .errors import GameOverError, MissingTableError, SearchError, TablebaseClosedError, TableError, TableMismatchError
 from .limits import check_limits
-from .position import Game, Position
+from .position import Game, Position, as_position
 from .report import (
     EndReason,
     MoveAnswer,
@@ -60,7 +60,7 @@ from .report import (
 if TYPE_CHECKING:  # the table and search modules load numba kernels: imported when used
     from .probe import Tablebase
     from .repetition import Bounds
-    from .search import Searcher
+    from .search import Searcher, SearchResult
 
 MIN_GRAPH_POSITIONS = 1000  # a true rule's graph allowed fewer positions than this is not tried
 GRAPH_SHARE = 0.5  # of a position's time, the most the true rule's graph may take before the search
@@ -136,6 +136,15 @@ class Engine:
         self.on_damage = on_damage
         self._warmed: set[str] = set()
 
+    @classmethod
+    def over(cls, searcher: Searcher, on_damage: Callable[[str], None] | None = None) -> Engine:
+        """The Engine of `searcher`: its tables, and its max_table_seeds as the
+        most seeds a root answered from them may have (the layers it was
+        made to read; -1, none: the tables never answer a root)."""
+        most = searcher.max_table_seeds
+        return cls(searcher.tablebase, searcher, use_tables=most >= 0, max_table_seeds=max(most, 0),
+                   on_damage=on_damage)
+
     @property
     def searcher(self) -> Searcher | None:
         """The Searcher, made on first use when a function was given."""
@@ -161,6 +170,34 @@ class Engine:
             return False
         searcher = self.made_searcher
         return searcher is None or seeds not in searcher.left_out
+
+    def answers_from_tables(self, position: Position, cycles: str = "own", limited: bool = True,
+                            wait_until: float | None = None, inside: bool | None = None) -> bool:
+        """The decision for a root: answered from its table, or searched.
+
+        From its table when the tables reach it (tables_reach), no layer its
+        captures lead to is left out by the search, and, within a time limit
+        (`wait_until`, time.perf_counter(): half the time), its layer is in
+        memory or can be read by then (Searcher.tables_answer_in_time) --
+        except under the true rule (`cycles` "own") with a limit (`limited`:
+        depth, time or nodes) where the searcher holds its layer and the true
+        rule may change its table value (Searcher.searches_inside_tables):
+        then it is searched under that rule, the tables the search's
+        estimates at its horizon. `inside`: what searches_inside_tables said
+        already (None: asked here), so that one answer decides on one reading
+        while the background reader brings layers in."""
+        if not self.tables_reach(position):
+            return False
+        searcher = self.made_searcher
+        if searcher is None:
+            return True
+        if not searcher.tables_usable(position):
+            return False
+        if inside is None:
+            inside = searcher.searches_inside_tables(position, cycles)
+        if limited and inside:
+            return False
+        return wait_until is None or searcher.tables_answer_in_time(position.seeds, wait_until)
 
     def why_no_table(self, position: Position) -> str:
         """Why the tables do not answer `position`, with the command that builds what is missing."""
@@ -192,11 +229,10 @@ class Engine:
         """The move awele plays in the game's position within the limits
         (`time` seconds from `started`, default now; `depth` plies; `nodes`).
 
-        From the tables (Tablebase.best_move over the game's history: a move
-        that ends the game is worth what the end gives) when they reach the
-        position, its layer is in memory or can be read within half the time,
-        and its table value holds under the true rule, or the searcher does
-        not hold its layer (Searcher.searches_inside_tables); else by a search
+        From the tables (table_move) when answers_from_tables says so (they
+        reach the position, its layer is in memory or can be read within half
+        the time, and under a limit its table value holds under the true
+        rule or the searcher does not hold its layer); else by a search
         under `cycles` with the game's history (inside the tables, their values
         the estimates at its horizon). Without a searcher (still loading): the
         tables' move when `tables_ready(deadline)` says their look-ups are
@@ -213,22 +249,94 @@ class Engine:
         if searcher is None:
             return self._unprepared_move(game, budget, tables_ready)
         note = None
-        if self.tables_reach(position) and (
-                budget.table_wait is None or searcher.tables_answer_in_time(position.seeds, budget.table_wait)):
+        limited = time is not None or depth is not None or nodes is not None
+        inside = searcher.searches_inside_tables(position, cycles)
+        if self.answers_from_tables(position, cycles, limited, budget.table_wait, inside):
             try:
-                if not searcher.searches_inside_tables(position, cycles):
-                    answer = self.table_move(game, budget.answer_deadline)
-                    if rule is Rule.TRUE and answer.rule is Rule.SPLIT and true_rule_may_change(
-                            self.tablebase.value(position), position.seeds):
-                        # Its layer not in the search's memory yet: the true rule's graph, if it can.
-                        return self._proven_move(game, budget) or answer
-                    return answer
+                answer = self.table_move(game, budget.answer_deadline)
+                if rule is Rule.TRUE and answer.rule is Rule.SPLIT and not inside and true_rule_may_change(
+                        self.tablebase.value(position), position.seeds):
+                    # Its layer not in the search's memory yet: the true rule's graph, if it can.
+                    return self._proven_move(game, budget) or answer
+                return answer
             except MissingTableError:
                 pass  # a smaller layer is missing: search
             except TableError as error:
                 note = self._damaged(error)
         result = searcher.search(game, time=budget.left(), depth=depth, nodes=nodes, cycles=cycles, progress=progress)
         return replace(MoveAnswer.of_search(result), note=note)
+
+    def search(self, position: Game | Position | str, depth: int | None = None, time: float | None = None,
+               nodes: int | None = None, cycles: str = "own", history: list | None = None, bounds: bool = False,
+               progress: Callable | None = None, threads: int | None = None) -> SearchResult:
+        """`position` (a Position, its notation, or a Game, whose history then
+        counts for repetitions; else `history`, the positions before it)
+        answered as a search.SearchResult, as `awele search` prints it: from
+        its table when answers_from_tables says so (source "table", depth 0,
+        exact, the rule it holds under: "true" only under cycles "own" where
+        no repetition can change it, see _table_choice_of; its line worked
+        out to the end when first read, within the time), else by
+        Searcher.search with the same arguments in the time left. Raises
+        SearchError without a searcher."""
+        from .search import SearchResult, checked_history, thread_count
+
+        check_limits(depth, time, nodes, cycles)
+        searcher = self.searcher
+        if searcher is None:
+            raise SearchError("Engine.search needs a searcher")
+        before = checked_history(history)
+        game = position if isinstance(position, Game) else None
+        root = as_position(position.position if isinstance(position, Game) else position)
+        if before is None and game is not None:
+            before = game.positions[:-1]
+        if root.is_over():
+            raise GameOverError(f"the game is over in {root} ({root.terminal_rule()})")
+        budget = Budget.of(time)
+        limited = depth is not None or time is not None or nodes is not None
+        if self.answers_from_tables(root, cycles, limited, budget.table_wait):
+            result = SearchResult(root, cycles)
+            result.threads = 1 if nodes is not None else (searcher.threads if threads is None
+                                                          else thread_count(threads))
+            try:
+                return self._table_result(result, game, before, budget)
+            except MissingTableError:
+                pass  # a child layer of a position outside the index is missing: search
+            except TablebaseClosedError:
+                raise
+            except (TableError, OSError) as error:
+                searcher.leave_out(error, root.seeds)  # a layer it needs is damaged: search without it
+        return searcher.search(position, depth=depth, time=budget.left(), nodes=nodes, cycles=cycles,
+                               history=history, bounds=bounds, progress=progress, threads=threads)
+
+    def _table_result(self, result: SearchResult, game: Game | None, history: list[Position] | None,
+                      budget: Budget) -> SearchResult:
+        """`result` filled in from the root's table (_table_choice_of): exact,
+        depth 0, its line worked out to the end (MAX_PLY plies) when first
+        read, until the answer's deadline (a line cut there keeps the move)."""
+        from .limits import MAX_PLY
+
+        position = result.position
+        # Choosing a winner's move that makes progress ranks the positions
+        # ahead, which can take seconds in a large layer: within a time limit
+        # it is given up at the answer's deadline (a capture, else a new position, is played).
+        deadline = budget.answer_deadline
+        move, value, rule, ends = self._table_choice_of(position, history, game, Rule.parse(result.cycles), deadline)
+        result.value = result.lower = result.upper = value
+        result.exact, result.rule, result.move, result.source = True, rule, move, "table"
+        result.line = [move]
+        if not ends:
+            child = position.play(move)
+
+            def extend(line: list[str]) -> list[str]:
+                whole = self.tablebase.line(position, max_plies=MAX_PLY, deadline=deadline).moves
+                if whole[:1] == [move]:
+                    return whole
+                return [move] + ([] if child.is_over() else
+                                 self.tablebase.line(child, max_plies=MAX_PLY - 1, deadline=deadline).moves)
+
+            result.extend_line_later(extend)
+        result.seconds = _time.perf_counter() - budget.started
+        return result
 
     def table_move(self, game: Game, deadline: float | None = None) -> MoveAnswer:
         """The tables' move in the game's position with the game's history
@@ -237,12 +345,39 @@ class Engine:
         `deadline` (time.perf_counter()) bounds the winner's progress ranking
         and the line."""
         started = _time.perf_counter()
-        best = self.tablebase.best_move(game, deadline=deadline)
-        assert best is not None and best.value is not None, "best_move returns None only when asked for no progress"
-        moves = self.tablebase.line(game.position, max_plies=LINE_PLIES, deadline=deadline).moves
-        line = tuple(moves) if moves and moves[0] == best.move else (best.move,)
-        return MoveAnswer(best.move, best.value, True, best.rule, "table", line,
-                          seconds=_time.perf_counter() - started)
+        move, value, rule, ends = self._table_choice_of(game.position, game.positions[:-1], game, Rule.TRUE,
+                                                        deadline)
+        moves = [] if ends else self.tablebase.line(game.position, max_plies=LINE_PLIES, deadline=deadline).moves
+        line = tuple(moves) if moves and moves[0] == move else (move,)
+        return MoveAnswer(move, value, True, rule, "table", line, seconds=_time.perf_counter() - started)
+
+    def _table_choice_of(self, position: Position, history: list[Position] | None, game: Game | None,
+                         rule: Rule, deadline: float | None) -> tuple[str, int, Rule, bool]:
+        """(move, value, rule, whether the move ends the game) of a root
+        answered from its table, the one choice Engine.move and Engine.search
+        render. Under the true rule over a game: Tablebase.best_move with the
+        game's history (a move that ends the game, a repetition included, is
+        worth what the end gives, rule "true"); else the tables' first move
+        toward progress (Tablebase.line). The value holds under the true rule
+        as well when the mover takes every seed left or none
+        (report.true_rule_may_change) and no position before the root can
+        come back (none was played, or the root was reached by a capture):
+        such play never repeats a position. `deadline` bounds the progress
+        ranking."""
+        if rule is Rule.TRUE and game is not None:
+            chosen = self.tablebase.best_move(game, deadline=deadline)
+            assert chosen is not None and chosen.value is not None, \
+                "best_move returns None only when asked for no progress"
+            if chosen.rule is Rule.TRUE:  # it ends the game (a repetition, 25 seeds, 24-24)
+                return chosen.move, chosen.value, Rule.TRUE, True
+            move, value = chosen.move, chosen.value
+        else:
+            first = self.tablebase.line(position, max_plies=1, deadline=deadline)  # a best move toward progress
+            assert first.value is not None, "the position is not over"
+            move, value = first.moves[0], first.value
+        fresh = not history or history[-1].seeds != position.seeds
+        holds = rule is Rule.TRUE and fresh and not true_rule_may_change(value, position.seeds)
+        return move, value, Rule.TRUE if holds else Rule.SPLIT, False
 
     def _proven_move(self, game: Game, budget: Budget) -> MoveAnswer | None:
         """The move the true rule's graph proves best within the answer's

@@ -91,7 +91,7 @@ class SearchResult:
     of the best root move of the next iteration that the time limit cut
     short once it had searched at least one root move to the end; depth:
     plies of the deepest finished iteration (0 when answered from the
-    tables); lower, upper: proven bounds on the value (both equal to it
+    tables by solver.engine.Engine.search); lower, upper: proven bounds on the value (both equal to it
     when exact; None unless exact or asked for with bounds=True); nodes
     (every thread's), seconds, nps; line: the principal line as letters;
     cycles: the repetition convention searched under; rule: the rule the
@@ -135,6 +135,11 @@ class SearchResult:
     @line.setter
     def line(self, moves: Iterable[str]) -> None:
         self._line, self._extend = list(moves), None
+
+    def extend_line_later(self, extend: Callable[[list[str]], list[str]]) -> None:
+        """Have the line continued by `extend(line)` when it is first read (an
+        exact line worked out to its end only when asked for)."""
+        self._extend = extend  # type: ignore[assignment]
 
     @property
     def nps(self) -> float:
@@ -198,8 +203,10 @@ class Searcher:
     built: `left_out` says which and why, and `log` (default: standard
     error) is told each once. See solver.table_reader.
 
-    A root whose own table exists is answered from it even when that table
-    is not in memory, unless it has more than `max_table_seeds` seeds.
+    The Searcher searches; whether a root its tables hold is answered from
+    them is solver.engine's decision (Engine.search: a root's own table
+    answers even when not in memory, unless it has more than
+    `max_table_seeds` seeds).
     `threads`: threads a search runs on (default: every core), splitting
     the principal line's nodes over the shared transposition table. Keep one Searcher for many
     searches: the transposition table and the component values carry over.
@@ -241,7 +248,7 @@ class Searcher:
             raise SearchError(f"tablebase must be a Tablebase or a folder, got {type(tablebase).__name__}")
         self.tablebase = tablebase
         self.tt = _transposition_table(_table_entries(hash_mb))
-        self.threads = _thread_count(threads)
+        self.threads = thread_count(threads)
         self.history = np.zeros((ROW, 49), dtype=np.int64)
         self.component_limit = component_limit
         self.max_table_seeds = index.MAX_SEEDS if max_table_seeds is None else max_table_seeds
@@ -257,7 +264,7 @@ class Searcher:
         size in MiB (None: keep it; a new size starts an empty table) and the
         plies of captures beyond the horizon (None: keep them), between
         searches, keeping the tables read and the solved components."""
-        count = _thread_count(threads)
+        count = thread_count(threads)
         if quiescence is not None:
             self.quiescence = _quiescence(quiescence)
         if hash_mb is not None:
@@ -555,7 +562,7 @@ class Searcher:
         """d of `position` from the tables (the tables' convention), or None
         when a layer it needs is missing or left out (a damaged one is left
         out here)."""
-        if not self._tables_usable(position):
+        if not self.tables_usable(position):
             return None
         try:
             return self.tablebase.value(position)
@@ -564,10 +571,10 @@ class Searcher:
         except TablebaseClosedError:
             raise
         except (TableError, OSError) as error:
-            self._leave_out(error, position.seeds)
+            self.leave_out(error, position.seeds)
             return None
 
-    def _leave_out(self, error, seeds):
+    def leave_out(self, error: Exception, seeds: int) -> None:
         """Do without the layer a table error names (else layer `seeds`) from now on."""
         named = failing_layer(error)
         self.tables.leave_out(seeds if named is None else named, error)
@@ -601,24 +608,23 @@ class Searcher:
         progress(depth, value, exact, nodes so far, seconds so far, the
         iteration's principal line as move letters).
 
-        A root whose layer is built is answered from the tables (`source`
-        "table", exact under the rule said), except under cycles="own" with a
-        limit (depth, time or nodes) when searches_inside_tables(): its table
-        value may rest on endless play, which the true rule ends with each
-        side taking its own seeds, so the root is searched under the true
-        rule with the game's history, the tables' values only the estimates
-        of the horizon (alphabeta.alpha_beta's through_tables). Its value is exact, rule
+        The root is always searched: whether a root the tables hold is
+        answered from them instead is solver.engine's decision
+        (Engine.search, Engine.move). Under cycles="own" with a limit (depth,
+        time or nodes), when searches_inside_tables(), its table value may
+        rest on endless play, which the true rule ends with each side taking
+        its own seeds, so the root is searched under the true rule with the
+        game's history, the tables' values only the estimates of the horizon
+        (alphabeta.alpha_beta's through_tables). Its value is exact, rule
         "true", only when the search proves it.
         """
         check_limits(depth, time, nodes, cycles)
-        history = _checked_history(history)
-        threads = 1 if nodes is not None else (self.threads if threads is None else _thread_count(threads))
-        game = None
+        history = checked_history(history)
+        threads = 1 if nodes is not None else (self.threads if threads is None else thread_count(threads))
         if isinstance(position, Game):
-            game = position
-            position = game.position
             if history is None:
-                history = game.positions[:-1]
+                history = position.positions[:-1]
+            position = position.position
         position = as_position(position)
         if position.is_over():
             raise GameOverError(f"the game is over in {position} ({position.terminal_rule()})")
@@ -630,15 +636,6 @@ class Searcher:
 
         limited = depth is not None or time is not None or nodes is not None
         through = limited and self.searches_inside_tables(position, cycles)
-        if not through and self._answers_from_tables(position, None if time is None else started + time / 2):
-            try:
-                return self._from_tables(position, result, started, history, game, end)
-            except MissingTableError:
-                pass  # a child layer of a position outside the index is missing: search
-            except TablebaseClosedError:
-                raise
-            except (TableError, OSError) as error:
-                self._leave_out(error, position.seeds)  # a layer it needs is damaged: search without it
         run = SearchRun(self, position, history, cycles, result, progress, started, threads, end)
         run.through_tables = bool(through)
         run.until_exact = not limited
@@ -671,23 +668,11 @@ class Searcher:
         rule may change its table value (report.true_rule_may_change)."""
         position = position.position if isinstance(position, Game) else as_position(position)
         if (Rule.parse(cycles) is not Rule.TRUE or not self.tablebase.is_loaded(position.seeds)
-                or not self._tables_usable(position)):
+                or not self.tables_usable(position)):
             return False
         return true_rule_may_change(self.known(position), position.seeds)
 
-    def _answers_from_tables(self, position, wait_until=None):
-        """Whether the root's own table answers it (read from the file when too
-        large to hold). Within a time limit (`wait_until` given), only when
-        tables_answer_in_time(seeds, wait_until). Never when the root's layer,
-        or a layer one of its captures leads to, is left out."""
-        seeds = position.seeds
-        if not (self.tablebase.is_loaded(seeds) or (seeds <= self.max_table_seeds and self.tablebase.has_layer(seeds))):
-            return False
-        if not self._tables_usable(position):
-            return False
-        return wait_until is None or self.tables_answer_in_time(seeds, wait_until)
-
-    def _tables_usable(self, position):
+    def tables_usable(self, position: Position) -> bool:
         """Whether neither the position's layer nor one its captures lead to is left out."""
         if not self.left_out:
             return True
@@ -792,7 +777,7 @@ class Searcher:
         if result.exact:
             # The line is extended when asked for, stopping where a table answer's ranking would.
             deadline = None if run.end is None else max(answer_deadline(run.started, run.end), _time.perf_counter())
-            result._extend = lambda line: self._extend_line(position, line, result.cycles, deadline)
+            result.extend_line_later(lambda line: self._extend_line(position, line, result.cycles, deadline))
 
     def _move_by_known_values(self, position):
         """The move whose seeds captured less its child's known value is the
@@ -806,55 +791,6 @@ class Searcher:
                 return moves[0]
             scored.append((captured - value, -len(scored), move))
         return max(scored)[2]
-
-    def _from_tables(self, position, result, started, history, game=None, end=None):
-        # Choosing a winner's move that makes progress ranks the positions
-        # ahead, which can take seconds in a large layer: within a time limit
-        # it is given up at the limit (a capture, else a new position, is played).
-        deadline = None if end is None else answer_deadline(started, end)
-        if Rule.parse(result.cycles) is Rule.TRUE and game is not None:
-            # Perfect play with the true rule over the game played: a move that
-            # repeats a position of the game ends it (Tablebase.best_move,
-            # which ranks toward progress only when it must choose among
-            # quiet best moves of a won position).
-            chosen = self.tablebase.best_move(game, deadline=deadline)
-            assert chosen is not None, "best_move returns None only when asked for no progress"
-            if chosen.rule == Rule.TRUE:  # it ends the game (a repetition, 25 seeds, 24-24)
-                result.value = result.lower = result.upper = chosen.value
-                result.exact, result.rule, result.move, result.source = True, Rule.TRUE, chosen.move, "table"
-                result.line = [chosen.move]
-                result._extend = lambda line: line
-                result.seconds = _time.perf_counter() - started
-                return result
-            choice, value = chosen.move, self.tablebase.value(position)
-        else:
-            first = self.tablebase.line(position, max_plies=1, deadline=deadline)  # a best move that makes progress
-            assert first.value is not None, "the position is not over"
-            choice, value = first.moves[0], first.value
-        result.value = result.lower = result.upper = value
-        result.exact = True
-        # The table scores endless play 0. A value of +n or -n holds under the
-        # true rule as well, unless a position before the root can repeat.
-        taking_all = abs(value) == position.seeds
-        fresh = not history or as_position(list(history)[-1]).seeds != position.seeds
-        result.rule = Rule.TRUE if Rule.parse(result.cycles) is Rule.TRUE and taking_all and fresh else Rule.SPLIT
-        result.move = choice
-        result.source = "table"
-        result.line = [choice]
-        # The rest of the line is worked out when asked for, within the search's
-        # time limit if it had one (a line cut there keeps at least the move).
-        child = position.play(choice)
-
-        def extend(line):
-            whole = self.tablebase.line(position, max_plies=MAX_PLY, deadline=deadline).moves
-            if whole[:1] == [choice]:
-                return whole
-            return [choice] + ([] if child.is_over() else
-                               self.tablebase.line(child, max_plies=MAX_PLY - 1, deadline=deadline).moves)
-
-        result._extend = extend
-        result.seconds = _time.perf_counter() - started
-        return result
 
     def _extend_line(self, position, line, cycles, deadline=None):
         """Continue an exact principal line with best moves by known values until
@@ -905,7 +841,7 @@ def _transposition_table(entries):
     return tt
 
 
-def _thread_count(threads):
+def thread_count(threads: Any) -> int:
     if threads is None:
         return max(1, os.cpu_count() or 1)
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
@@ -913,7 +849,7 @@ def _thread_count(threads):
     return int(threads)
 
 
-def _checked_history(history):
+def checked_history(history: Any) -> list[Position] | None:
     """The positions played before the root, oldest first, as a list of Positions."""
     if history is None:
         return None

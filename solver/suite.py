@@ -229,13 +229,14 @@ def make_suite(tablebase: Any, count: int, low: int, high: int, seed: int = 1,
     its difficulty; as even over the seed counts as the play-outs allow, at
     most EASY_SHARE of them found at depth 1 when there are harder ones, the
     same for the same seed and tables."""
+    from .engine import Engine
     from .search import Searcher
 
     for seeds in range(low, high + 1):
         if not tablebase.has_layer(seeds):
             raise SuiteError(f"the tables hold no layer {seeds}: a suite of {low}..{high} seeds needs them all")
     rng = random.Random(seed)
-    player = Searcher(tablebase, max_table_seeds=DIFFICULTY_TABLES, threads=1, hash_mb=16)
+    player = Engine.over(Searcher(tablebase, max_table_seeds=DIFFICULTY_TABLES, threads=1, hash_mb=16))
     quota = math.ceil(count / (high - low + 1))
     wanted = CANDIDATES * quota  # more than needed: the hard ones among them are chosen first
     found: dict[int, list[Position]] = {seeds: [] for seeds in range(low, high + 1)}
@@ -267,6 +268,7 @@ def _rate(tablebase: Any, found: dict[int, list[Position]], quota: int,
     The rating searches, by the tables they use (to 12 seeds, or below the
     position's own layer), each over a Tablebase of its own: one that holds
     the position's layer in memory would answer from it."""
+    from .engine import Engine
     from .probe import Tablebase
     from .search import Searcher
 
@@ -276,8 +278,8 @@ def _rate(tablebase: Any, found: dict[int, list[Position]], quota: int,
         for seeds, candidates in found.items():
             below = min(DIFFICULTY_TABLES, seeds - 1)
             if below not in judges:
-                judges[below] = Searcher(Tablebase(tablebase.directory), max_table_seeds=below, threads=1,
-                                         hash_mb=64, component_limit=DIFFICULTY_NODES)
+                judges[below] = Engine.over(Searcher(Tablebase(tablebase.directory), max_table_seeds=below,
+                                                     threads=1, hash_mb=64, component_limit=DIFFICULTY_NODES))
             hard: list[SuitePosition] = []
             easy: list[SuitePosition] = []
             easy_quota = math.floor(EASY_SHARE * quota)
@@ -292,7 +294,7 @@ def _rate(tablebase: Any, found: dict[int, list[Position]], quota: int,
             rated[seeds] = kept + easy[:quota - len(kept)]
     finally:
         for judge in judges.values():
-            judge.wait_for_tables()
+            judge.searcher.wait_for_tables()
             judge.tablebase.close()
     return rated
 
@@ -493,6 +495,7 @@ class AweleRunner:
     KEYS = ("tables", "max_table_seeds", "evaluation", "hash_mb", "threads", "quiescence")
 
     def __init__(self, options: dict[str, Any]) -> None:
+        from .engine import Engine
         from .probe import Tablebase
         from .search import Searcher
 
@@ -503,6 +506,7 @@ class AweleRunner:
         self.tablebase = Tablebase(settings.pop("tables", None))
         self.searcher = Searcher(self.tablebase, **settings)
         self.searcher.wait_for_tables()
+        self.engine = Engine.over(self.searcher)  # decides tables or search, as `awele search`
         self.name = "awele"
 
     def attempt(self, entry: SuitePosition, limits: Limits) -> Attempt:
@@ -514,9 +518,9 @@ class AweleRunner:
         self.searcher.tt.fill(0)  # each position from an empty transposition table, as a fresh engine
         started = time.perf_counter()
         try:
-            result = self.searcher.search(entry.position, time=limits.movetime if limits.depth is None and
-                                          limits.nodes is None else None, depth=limits.depth, nodes=limits.nodes,
-                                          cycles="split", progress=progress)
+            result = self.engine.search(entry.position, time=limits.movetime if limits.depth is None and
+                                        limits.nodes is None else None, depth=limits.depth, nodes=limits.nodes,
+                                        cycles="split", progress=progress)
         except AweleError as error:
             return _attempt(entry, None, reports, time.perf_counter() - started, f"search failed: {error}")
         return _attempt(entry, result.move, reports, time.perf_counter() - started)

@@ -75,6 +75,44 @@ def test_the_move_is_searched_under_the_true_rule_where_the_tables_value_may_cha
     assert table.move in tablebase.best_moves(EVERY_SEED)
 
 
+def test_a_table_value_holds_under_the_true_rule_only_where_no_repetition_can_change_it(searcher):
+    """Engine.move and Engine.search (`awele search`) make one table choice with
+    one label. South takes every seed left (+9 of 9): with no position before
+    it that can come back, the value holds under the true rule as well (its
+    graph proves the same +9), which Engine.move used to leave as the tables'
+    convention; reached by a quiet move, a position of the game could come
+    back, and both keep to the tables' convention."""
+    from solver.repetition import true_rule_bounds
+
+    engine = Engine.over(searcher)
+    fresh = Game(Position.from_string(EVERY_SEED))
+    after_quiet = Game.parse("c", "0-3-0-0-0-2/1-1-1-0-0-1 N 18:21")
+    assert str(after_quiet.position) == EVERY_SEED
+    moved, searched = engine.move(fresh, time=2), engine.search(fresh, time=2)
+    assert (moved.source, moved.value, moved.exact, moved.rule) == ("table", 9, True, Rule.TRUE)
+    assert (searched.source, searched.value, searched.move, searched.rule) == ("table", 9, moved.move, Rule.TRUE)
+    proof = true_rule_bounds(fresh.position, (), searcher.tablebase.store.arrays())
+    assert proof.status == "solved" and proof.lower == proof.upper == 9
+    moved, searched = engine.move(after_quiet, time=2), engine.search(after_quiet, time=2)
+    assert (moved.source, moved.value, moved.rule) == ("table", 9, Rule.SPLIT)
+    assert (searched.source, searched.value, searched.move, searched.rule) == ("table", 9, moved.move, Rule.SPLIT)
+
+
+def test_search_answers_from_the_tables_as_the_move_does_else_searches(searcher):
+    """Engine.search decides as Engine.move: a table answer with its line to
+    the end; where the true rule may change the table value, a search under it
+    (the cycle's +2, proven); with the tables held back, a search."""
+    engine = Engine.over(searcher)
+    table = engine.search(EVERY_SEED)
+    assert table.source == "table" and table.depth == 0 and table.line[:8] == list(engine.move(EVERY_SEED).line)
+    cycle = engine.search(Game(Position.from_string(CYCLE)), time=2)
+    assert cycle.source != "table" and (cycle.move, cycle.value, cycle.exact, cycle.rule) == ("F", 2, True, Rule.TRUE)
+    held = Engine(searcher.tablebase, searcher, max_table_seeds=0).search(EVERY_SEED, depth=3)
+    assert held.source == "search" and held.depth >= 1 and held.value == 9
+    with pytest.raises(SearchError, match="needs a searcher"):
+        Engine(searcher.tablebase, None).search(EVERY_SEED)
+
+
 def test_a_damaged_layer_is_named_and_searched_without(tablebase, searcher, monkeypatch):
     def damaged(engine, game, deadline=None):
         raise CorruptTableError("/somewhere/awele-07.h5 is damaged: chunk 0 fails its CRC-32")

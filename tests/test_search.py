@@ -19,6 +19,7 @@ from solver import Position, evaluation, index, search_run
 from solver import search as search_module
 from solver.alphabeta import INFINITE, tt_probe, tt_store, tt_unpack
 from solver.cli import cli
+from solver.engine import Engine
 from solver.errors import GameOverError, MissingTableError, TablebaseClosedError
 from solver.position import HOUSE_LETTERS, Game
 from solver.probe import Tablebase
@@ -175,11 +176,21 @@ def test_positions_with_a_table_are_answered_from_it(tablebase, searchers, seeds
     position = random_position(seeds, rng)
     if position.is_over():
         return
-    result = searchers(12).search(position, cycles=data.draw(st.sampled_from(["own", "split"])))
+    result = Engine.over(searchers(12)).search(position, cycles=data.draw(st.sampled_from(["own", "split"])))
     assert result.source == "table" and result.exact and result.depth == 0
     assert result.value == tablebase.value(position)
     assert result.move in tablebase.best_moves(position)
     assert result.line[0] == result.move
+
+
+def test_the_searcher_searches_a_root_its_tables_hold(tablebase, searchers):
+    """Whether a root is answered from its table is the engine's decision
+    (Engine.search): the Searcher searches it, and proves its table value."""
+    position = Position.from_string("2-0-1-2-0-1/1-1-0-2-1-1 S")  # 12 seeds, in memory
+    result = searchers(12).search(position, cycles="split")
+    assert result.source != "table" and result.depth >= 1
+    assert result.exact and result.value == tablebase.value(position)
+    assert result.move in tablebase.best_moves(position)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -389,7 +400,7 @@ def test_a_root_with_a_table_on_disk_is_answered_from_it(table_dir, tablebase):
     searcher = Searcher(table_dir, table_bytes=0, hash_mb=8)
     assert searcher.table_layers == []
     position = Position.from_string("2-0-1-2-0-1/1-1-0-2-1-1 S")  # 12 seeds
-    result = searcher.search(position)
+    result = Engine.over(searcher).search(position)
     assert result.source == "table" and result.exact and result.depth == 0
     assert result.lower == result.value == result.upper == tablebase.value(position)
 
@@ -500,7 +511,7 @@ def test_values_said_to_hold_under_the_true_rule_do(table_dir, tablebase):
 # Slow (about 25-75 s each on 2 cores): left out of the default run; .ci/run runs them by name.
 @pytest.mark.slow
 def test_a_root_answered_from_its_table_says_which_rule(table_dir, tablebase, searchers):
-    searcher = searchers(12)
+    searcher = Engine.over(searchers(12))
     rng = random.Random(2)
     seen = set()
     for _ in range(200):
@@ -719,6 +730,7 @@ _FIRST_CALLS = """
 import importlib, pkgutil, sys
 from numba.core.registry import CPUDispatcher
 import solver
+from solver.engine import Engine
 from solver.position import Game, Position
 from solver.search import Searcher
 
@@ -739,7 +751,7 @@ searcher.search(game, time=0.2)
 searcher.search(game, time=0.2, bounds=True)
 searcher.move_values(game, time=0.2)
 searcher.search("0-0-3-0-0-1/2-2-0-2-2-2 S", time=0.2, cycles="split")
-searcher.search("0-0-0-1-0-0/0-0-1-1-0-1 S", time=0.2)  # answered from the tables
+Engine.over(searcher).search("0-0-0-1-0-0/0-0-1-1-0-1 S", time=0.2)  # answered from the tables
 after = compiled()
 print({name: (before.get(name, 0), count) for name, count in after.items() if count != before.get(name, 0)})
 """
@@ -872,8 +884,9 @@ def test_a_damaged_layer_read_a_chunk_at_a_time_is_left_out_when_met(table_dir, 
     searcher = Searcher(directory, table_bytes=below, hash_mb=8, threads=1, log=said.append)
     assert searcher.left_out == {} and searcher.table_layers == list(range(12))
     position = random_position(12, random.Random(5))
+    engine = Engine.over(searcher)  # tries the root's table, as `awele search`
     for _ in range(3):
-        result = searcher.search(position, time=0.2)
+        result = engine.search(position, time=0.2)
         assert result.source == "search" and result.move in position.legal_moves()
     assert list(searcher.left_out) == [12] and len(said) == 1
 

@@ -1,13 +1,15 @@
 """The true repetition rule inside the tables: a table value of 0 or less, which
 may rest on endless play, is searched under the true rule with the game's
 history, the tables' values only the estimates of the horizon; a proof there
-is exact under the true rule (against a naive reference that uses no table)."""
+is exact under the true rule (against a naive reference that uses no table).
+Each root goes through the engine's decision (Engine.search, as `awele search`)."""
 
 import random
 
 from naive_search import TooLarge, naive_true_value
 from test_search import random_position
 
+from solver.engine import Engine
 from solver.position import Game, Position
 from solver.report import true_rule_may_change
 
@@ -30,7 +32,7 @@ def test_proofs_inside_the_tables_hold_under_the_true_rule(searcher, tablebase):
             expected = naive_true_value(position.mover_board().tolist(), budget=20_000, memo=memo)
         except TooLarge:
             continue
-        result = searcher.search(Game(position), nodes=200_000)
+        result = Engine.over(searcher).search(Game(position), nodes=200_000)
         assert result.source in ("search", "component"), str(position)
         if result.exact:
             assert result.rule == "true" and result.value == expected, str(position)
@@ -44,7 +46,7 @@ def test_a_forced_cycle_the_tables_split_is_won_under_the_true_rule(searcher, ta
     position = Position.from_string("1-0-0-0-0-1/0-0-0-0-0-0 S")
     assert tablebase.value(position) == 0
     assert naive_true_value(position.mover_board().tolist()) == 2
-    result = searcher.search(Game(position), time=1.0)
+    result = Engine.over(searcher).search(Game(position), time=1.0)
     assert result.exact and result.rule == "true" and result.value == 2 and result.source in ("search", "component")
 
 
@@ -66,7 +68,7 @@ def test_a_game_history_counts_inside_the_tables(searcher, tablebase):
             expected = naive_true_value(game.position.mover_board().tolist(), history, budget=20_000, memo=memo)
         except TooLarge:
             continue
-        result = searcher.search(game, nodes=200_000)
+        result = Engine.over(searcher).search(game, nodes=200_000)
         if result.exact:
             assert result.rule == "true" and result.value == expected, game.record()
             compared += 1
@@ -82,14 +84,14 @@ def test_the_tables_answer_every_seed_taken_an_unlimited_search_and_the_split_co
             continue
         value = tablebase.value(position)
         if abs(value) == position.seeds:
-            result = searcher.search(Game(position), time=0.05)
+            result = Engine.over(searcher).search(Game(position), time=0.05)
             assert result.source == "table" and result.exact and result.value == value
             kinds.add("every seed")
         else:
-            assert searcher.search(Game(position)).source == "table"  # no limit: the tables' exact answer
-            split = searcher.search(Game(position), time=0.05, cycles="split")
+            assert Engine.over(searcher).search(Game(position)).source == "table"  # no limit: the tables' exact answer
+            split = Engine.over(searcher).search(Game(position), time=0.05, cycles="split")
             assert split.source == "table" and split.value == value and split.rule == "split"
-            limited = searcher.search(Game(position), depth=3)
+            limited = Engine.over(searcher).search(Game(position), depth=3)
             assert limited.source == "search" and limited.move in position.legal_moves()
             assert limited.depth == 3 or (limited.exact and limited.rule == "true" and limited.depth < 3)
             kinds.add("searched")
@@ -101,6 +103,6 @@ def test_the_horizon_of_a_search_inside_the_tables_is_the_tables_value(searcher,
     # result is the best of captured - value(child), as the tables' own move values.
     position = Position.from_string("0-1-2-0-3-1/2-0-1-0-0-1 N 18:19")
     assert tablebase.value(position) == -1
-    result = searcher.search(Game(position), depth=1)
+    result = Engine.over(searcher).search(Game(position), depth=1)
     best = max(m.value for m in tablebase.moves(position))
     assert result.value == best and not result.exact and result.rule == "split"
