@@ -1,23 +1,68 @@
-"""Shared fixtures: small tables built once per test session."""
+"""Shared fixtures: small tables built once per test run.
 
+The default run goes on two processes (pytest-xdist, `-n 2` in pyproject.toml). A folder of
+tables that several test files read is built once for the whole run, not once a process: the
+first process to ask builds it under a lock in the run's common temporary folder, the other
+waits for it and reads the same files. Tests only read these folders; a test that changes a
+table works on its own copy."""
+
+from __future__ import annotations
+
+import contextlib
 import os
 import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from solver import build
 from solver.probe import Tablebase
 
+try:
+    import fcntl
+except ImportError:  # not on Windows: each process builds its own folder there
+    fcntl = None  # type: ignore[assignment]
+
 TEST_LAYERS = 12
 LARGER_LAYERS = 16
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file `path` (made if missing)."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _built_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder `name`, filled by make(folder) once for the whole run: in the run's common
+    temporary folder when pytest-xdist's workers share it (the first builds, the others wait
+    on the lock), else in this process's own."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None or fcntl is None:
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    common = tmp_path_factory.getbasetemp().parent
+    folder, done = common / name, common / f"{name}.done"
+    with _locked(common / f"{name}.lock"):
+        if not done.exists():
+            if folder.exists():  # a worker's build that failed half way
+                shutil.rmtree(folder)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
 
 
 @pytest.fixture(scope="session")
 def table_dir(tmp_path_factory):
     """A folder with layers 0..12 built by the real builder."""
-    directory = tmp_path_factory.mktemp("tables")
-    build.build(TEST_LAYERS, str(directory))
-    return str(directory)
+    return str(_built_once(tmp_path_factory, "tables", lambda folder: build.build(TEST_LAYERS, str(folder))))
 
 
 @pytest.fixture(scope="session")
@@ -26,13 +71,16 @@ def tables16(table_dir, tmp_path_factory):
     by the real builder on two threads. Built once for every file that reads layers above 12
     (the builds, the documents' examples, the UCI engine's first go, the table files' integrity);
     read only: a test that changes a table works on its own copy."""
-    directory = tmp_path_factory.mktemp("tables16") / "databases"
-    directory.mkdir()
-    for name in os.listdir(table_dir):
-        if name.endswith(".h5"):
-            shutil.copyfile(os.path.join(table_dir, name), directory / name)
-    build.build(LARGER_LAYERS, str(directory), threads=2)
-    return str(directory)
+
+    def make(folder: Path) -> None:
+        directory = folder / "databases"
+        directory.mkdir()
+        for name in os.listdir(table_dir):
+            if name.endswith(".h5"):
+                shutil.copyfile(os.path.join(table_dir, name), directory / name)
+        build.build(LARGER_LAYERS, str(directory), threads=2)
+
+    return str(_built_once(tmp_path_factory, "tables16", make) / "databases")
 
 
 @pytest.fixture(scope="session")

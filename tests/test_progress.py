@@ -24,12 +24,6 @@ LAYERS = 12  # conftest's table_dir
 
 
 @pytest.fixture(scope="module")
-def tablebase(table_dir):
-    with Tablebase(table_dir) as opened:
-        yield opened
-
-
-@pytest.fixture(scope="module")
 def values_alone(tmp_path_factory):
     """Layers 0..9 built without distances."""
     directory = str(tmp_path_factory.mktemp("values-alone"))

@@ -9,10 +9,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solver import build
 from solver.cli import cli
 from solver.position import Game, Position
-from solver.probe import Tablebase
 from solver.report import EndReason, MoveValue, Outcome, Rule, best_of, ended_value, move_rows
 
 # A game in which the tables' best move (the first move of Tablebase.line, by
@@ -20,20 +18,7 @@ from solver.report import EndReason, MoveValue, Outcome, Rule, best_of, ended_va
 # that repetition gives North 1 where d gives 3.
 START = "0-0-0-1-0-0/0-0-1-1-0-0 S 0:0"
 RECORD = "D d E e F f A a B c C"
-
-
-@pytest.fixture(scope="module")
-def table_dir(tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp("report"))
-    build.build(8, directory)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def tablebase(table_dir):
-    """This module's tables (layers 0..8), not the session's."""
-    with Tablebase(table_dir) as opened:
-        yield opened
+# (conftest's tables to 12 seeds hold every position of these tests.)
 
 
 def naive_predicted(position, value):
