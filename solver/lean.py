@@ -461,7 +461,7 @@ class LeanLayer:
         file (the codes before the first stage), each later one raises the
         state file's pending codes in place, a block at a time (_rewrite:
         raising twice gives what raising once does)."""
-        journal, seeds, size, store = self.journal, self.seeds, self.size, self.store
+        journal, seeds, store = self.journal, self.seeds, self.store
         assert journal is not None, "resume() first"
         if self.streamed is not None and journal["exits_done"] < 0:
             self._streamed_exits()
@@ -479,22 +479,8 @@ class LeanLayer:
             tick = time.perf_counter()
             lookups = [0]
             if number == 0:
-                writer = StreamWriter(self._path(state_name(seeds)), self.scratch, seeds)
-                counts_writer = StreamWriter(self._path(counts_name(seeds)), self.scratch, seeds)
-                try:
-                    for lo in range(0, size, self.block):
-                        values = np.zeros(min(self.block, size - lo), dtype=np.int8)
-                        counts = np.zeros((values.shape[0] + 1) // 2, dtype=np.uint8)
-                        self._raise_exits(use, lookups, True, counts, lo, values)
-                        writer.write(values)
-                        counts_writer.write(counts)
-                    self.state_sum = writer.close(sync=True)
-                    counts_sum = counts_writer.close(sync=True)
-                except BaseException:
-                    writer.abandon()
-                    counts_writer.abandon()
-                    raise
-                self.written += writer.bytes + counts_writer.bytes
+                counts_sum = self._write_state_and_counts(
+                    self.block, functools.partial(self._raise_exits, use, lookups, True))
                 journal.update(counts=[counts_name(seeds), counts_sum])
             else:
                 self._rewrite(functools.partial(self._raise_exits, use, lookups, False, np.zeros(1, dtype=np.uint8)),
@@ -503,30 +489,18 @@ class LeanLayer:
                 time.perf_counter() - tick), exit_lookups=journal["exit_lookups"] + lookups[0])
             self._commit()
 
-    def _streamed_exits(self) -> None:
-        """The exits streamed (solver.lean_exits), a slice of the layer at a
-        time: the state file and the counts file written in order, as the
-        first resident pass over every smaller layer writes them, then
-        recorded as that pass done."""
-        journal, seeds, size = self.journal, self.seeds, self.size
-        assert journal is not None and self.streamed is not None and self.read_window is not None, "resume() first"
-        tick = time.perf_counter()
-        step = self.streamed["slice"]
-        writer = StreamWriter(self._path(state_name(seeds)), self.scratch, seeds)
-        counts_writer = StreamWriter(self._path(counts_name(seeds)), self.scratch, seeds)
-        lookups = slices = 0
+    def _write_state_and_counts(self, step: int, fill: Callable[[np.ndarray, int, np.ndarray], None]) -> int:
+        """The state file and the counts file written in rank order, `step`
+        ranks at a time, each block's values and counts made by
+        fill(counts, lo, values); both synced, or both abandoned on any error. Sets
+        state_sum; returns the counts file's sum."""
+        writer = StreamWriter(self._path(state_name(self.seeds)), self.scratch, self.seeds)
+        counts_writer = StreamWriter(self._path(counts_name(self.seeds)), self.scratch, self.seeds)
         try:
-            for lo in range(0, size, step):
-                values = np.zeros(min(step, size - lo), dtype=np.int8)
+            for lo in range(0, self.size, step):
+                values = np.zeros(min(step, self.size - lo), dtype=np.int8)
                 counts = np.zeros((values.shape[0] + 1) // 2, dtype=np.uint8)
-                found = lean_exits.slice_exits(seeds, lo, values, counts, self.rows, self.scratch, self.read_window,
-                                               self.streamed["window"],
-                                               batch=self.streamed.get("batch", lean_exits.BATCH))
-                lookups += found["lookups"]
-                self.read += found["read"]
-                self.written += found["written"]
-                self.exit_stats["peak"] = max(self.exit_stats["peak"], found["peak"])
-                slices += 1
+                fill(counts, lo, values)
                 writer.write(values)
                 counts_writer.write(counts)
                 del values, counts
@@ -537,7 +511,33 @@ class LeanLayer:
             counts_writer.abandon()
             raise
         self.written += writer.bytes + counts_writer.bytes
-        self.exit_stats["slices"] = slices
+        return counts_sum
+
+    def _streamed_exits(self) -> None:
+        """The exits streamed (solver.lean_exits), a slice of the layer at a
+        time: the state file and the counts file written in order, as the
+        first resident pass over every smaller layer writes them, then
+        recorded as that pass done."""
+        journal, seeds = self.journal, self.seeds
+        assert journal is not None and self.streamed is not None and self.read_window is not None, "resume() first"
+        tick = time.perf_counter()
+        step = self.streamed["slice"]
+        found = {"lookups": 0, "slices": 0}
+
+        def fill(counts: np.ndarray, lo: int, values: np.ndarray) -> None:
+            assert self.streamed is not None and self.read_window is not None
+            answered = lean_exits.slice_exits(seeds, lo, values, counts, self.rows, self.scratch, self.read_window,
+                                              self.streamed["window"],
+                                              batch=self.streamed.get("batch", lean_exits.BATCH))
+            found["lookups"] += answered["lookups"]
+            found["slices"] += 1
+            self.read += answered["read"]
+            self.written += answered["written"]
+            self.exit_stats["peak"] = max(self.exit_stats["peak"], answered["peak"])
+
+        counts_sum = self._write_state_and_counts(step, fill)
+        lookups = found["lookups"]
+        self.exit_stats["slices"] = found["slices"]
         journal.update(counts=[counts_name(seeds), counts_sum], exits_done=0, sum=self.state_sum,
                        exit_seconds=journal["exit_seconds"] + time.perf_counter() - tick,
                        exit_lookups=journal["exit_lookups"] + lookups)
