@@ -338,6 +338,19 @@ def _rule_text(rule):
     return f"holds under {Rule.parse(rule).describe()}"
 
 
+def _echo_answer_head(pos, side, answer, kind, cycles, rule):
+    """The board, the best move, its value with how it was found and its rule,
+    and proven bounds where the value is not exact: the head `awele search`
+    and `awele best` above the tables share (`answer`: a SearchResult or a MoveAnswer)."""
+    click.echo(pos.diagram())
+    click.echo(f"position: {pos}")
+    click.echo(f"best move: {answer.move}")
+    value = "?" if answer.value is None else f"{answer.value:+d}"
+    click.echo(f"value for {side} (to move): {value} ({kind}; repetition: {cycles}; {_rule_text(rule)})")
+    if not answer.exact and answer.lower is not None:
+        click.echo(f"proven bounds: {answer.lower:+d} <= value <= {answer.upper:+d}")
+
+
 def _echo_search(result):
     pos = result.position
     side = "South" if pos.to_move == "S" else "North"
@@ -348,13 +361,7 @@ def _echo_search(result):
         how = f"solved {result.component_positions:,} positions reachable without a capture, then searched"
     else:
         how = f"searched to depth {result.depth}"
-    click.echo(pos.diagram())
-    click.echo(f"position: {pos}")
-    click.echo(f"best move: {result.move}")
-    value = "?" if result.value is None else f"{result.value:+d}"
-    click.echo(f"value for {side} (to move): {value} ({kind}; repetition: {result.cycles}; {_rule_text(result.rule)})")
-    if not result.exact and result.lower is not None:
-        click.echo(f"proven bounds: {result.lower:+d} <= value <= {result.upper:+d}")
+    _echo_answer_head(pos, side, result, kind, result.cycles, result.rule)
     click.echo(f"{how}: {result.nodes:,} nodes in {result.seconds:.2f} s ({result.nps / 1e6:.1f} M nodes/s)")
     if result.line:
         click.echo(f"line: {' '.join(result.line)}")
@@ -459,8 +466,8 @@ def _echo_table_answer(pos, answer):
     click.echo(f"value for {side} (to move): {value:+d} of the {pos.seeds} seeds on the board{rule}")
     if answer.rule is Rule.SPLIT and true_rule_may_change(value, pos.seeds):
         # The value may rest on endless play, which the tables split evenly and the game does not.
-        click.echo(f"perfect play ends: {answer.outcome.text()} by {Rule.SPLIT.describe()}; the game's repetition "
-                   "rule was not proven within the time")
+        click.echo(f"perfect play ends: {answer.outcome.text(half_seeds_note=False)} by {Rule.SPLIT.describe()}; "
+                   "the game's repetition rule was not proven within the time")
     else:
         click.echo(f"perfect play ends: {answer.outcome.text()}")
     if answer.distance is not None:
@@ -477,13 +484,7 @@ def _echo_searched_answer(pos, answer, cycles):
     """`awele best` above the tables: as `awele search` says it, then every move from the same search."""
     side = _side_name(pos)
     kind = "exact" if answer.exact else f"estimate at depth {answer.depth}"
-    click.echo(pos.diagram())
-    click.echo(f"position: {pos}")
-    click.echo(f"best move: {answer.move}")
-    value = "?" if answer.value is None else f"{answer.value:+d}"
-    click.echo(f"value for {side} (to move): {value} ({kind}; repetition: {cycles}; {_rule_text(answer.rule.value)})")
-    if not answer.exact and answer.lower is not None:
-        click.echo(f"proven bounds: {answer.lower:+d} <= value <= {answer.upper:+d}")
+    _echo_answer_head(pos, side, answer, kind, cycles, answer.rule.value)
     how = (f"searched to depth {answer.depth}" if answer.depth else
            "proven by the true rule's graph of the positions reachable")
     click.echo(f"{how}: {answer.nodes:,} nodes in {answer.seconds:.2f} s")

@@ -193,11 +193,12 @@ class Outcome:
         """[South, North] as JSON numbers."""
         return [seeds_number(self.south), seeds_number(self.north)]
 
-    def text(self) -> str:
-        """'South 25 - North 23 (South wins)', with a note on half seeds."""
+    def text(self, half_seeds_note: bool = True) -> str:
+        """'South 25 - North 23 (South wins)', with a note on half seeds
+        (left out with `half_seeds_note` False, where the text names the rule itself)."""
         who = {SOUTH: "South wins", NORTH: "North wins", DRAW: "draw"}[self.winner]
         text = f"South {self.south:g} - North {self.north:g} ({who})"
-        if not float(self.south).is_integer():
+        if half_seeds_note and not float(self.south).is_integer():
             text += "; the half seeds: endless play splits the seeds left evenly (the tables' convention)"
         return text
 

@@ -166,3 +166,12 @@ def test_info_gives_bytes_a_position_only_where_the_values_make_the_file(tmp_pat
     assert 0.1 < float(rows[10][3]) < 1.0
     data = CliRunner().invoke(cli, ["info", "--dir", str(tmp_path), "--json"]).stdout
     assert json.loads(data)["layers"][0]["bytes_per_position"] > 1000  # the JSON keeps the figure
+
+
+def test_best_names_the_tables_convention_once_where_perfect_play_ends_in_half_seeds(table_dir):
+    """An odd value whose endless play the tables split evenly ends in half seeds; `awele best` says
+    the convention once, not once for the half seeds and again for the rule."""
+    result = CliRunner().invoke(cli, ["best", "2-1-2-0-1-1/0-1-0-1-1-0 S 14:24", "--dir", table_dir])
+    assert result.exit_code == 0, result.output
+    line = next(text for text in result.output.splitlines() if text.startswith("perfect play ends:"))
+    assert ".5 " in line and line.count("endless play splits the seeds left evenly") == 1, line
