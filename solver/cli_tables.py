@@ -37,7 +37,8 @@ from .errors import AweleError
               metavar="SECONDS", help="At most one checkpoint per this many seconds (also of a layer in the disk "
               "mode, in --scratch).")
 @click.option("--scratch", type=click.Path(file_okay=False), default=None, metavar="DIR",
-              help="Where layers built in the disk mode keep their working files (default: awele-scratch in --dir).")
+              help="Where layers built in the disk mode, the lean stages or lean slices (MPI) keep their working "
+              "files (default: awele-scratch in --dir).")
 @click.option("--leave-out-47", "leave_out_47", is_flag=True,
               help="Do not build layer 47: no game reaches it (the first capture takes two seeds).")
 @click.option("--no-distance", "no_distance", is_flag=True,
@@ -81,13 +82,13 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
                     (UNREACHABLE_LAYER,) if leave_out_47 else (), checkpoint_interval, checkpoint_dir,
                     distances=not no_distance)
         return
-    if scratch is not None or leave_out_47:
-        raise UserError("--scratch and --leave-out-47 are for a build in one process")
+    if leave_out_47:
+        raise UserError("--leave-out-47 is for a build in one process")
     exchange = distributed.world() if processes > 1 else distributed.Exchange()
     try:
         check_options()
         _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval,
-                           as_json, quiet, distances=not no_distance)
+                           as_json, quiet, distances=not no_distance, scratch=scratch)
     except BaseException as error:
         _distributed_failure(exchange, error)
 
@@ -223,7 +224,7 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
 
 
 def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval, as_json,
-                       quiet, distances=True):
+                       quiet, distances=True, scratch=None):
     """The build on the processes of `exchange`; only process 0 prints."""
     from . import build as builder
     from . import index
@@ -243,7 +244,7 @@ def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoi
     builder.build_distributed(max_seeds, directory, exchange, threads=threads, memory=budget,
                               checkpoint_dir=checkpoint_dir, checkpoint_interval=checkpoint_interval,
                               report=_layer_reporter(bars, as_json) if first else None,
-                              progress=progress if first else None, distances=distances)
+                              progress=progress if first else None, distances=distances, scratch=scratch)
     if first and not as_json:
         click.echo(f"done in {time.perf_counter() - started:.1f} s")
 

@@ -506,6 +506,64 @@ def _answer(keys, held, first, starts, answers):
             answers[j] = held[at][(keys[j] & mask) - starts[at]]
 
 
+@njit(cache=True)
+def keep_layers(keys: np.ndarray, gains: np.ndarray, owners: np.ndarray, asked: np.ndarray, stride: int,
+                use: np.ndarray) -> int:
+    """Keep, of exit_requests' requests (block b's keys[b * stride :
+    b * stride + asked[b]], with their gains and owners), those whose
+    child's layer is marked in `use`, in their order, asked[b] lowered to
+    match; returns how many are kept (an exit pass over a group of the
+    smaller layers: the lean slices, solver.distributed_lean)."""
+    kept = 0
+    for block in range(asked.shape[0]):
+        at = block * stride
+        for j in range(block * stride, block * stride + asked[block]):
+            if use[keys[j] >> exits.RANK_BITS]:
+                keys[at], gains[at], owners[at] = keys[j], gains[j], owners[j]
+                at += 1
+        asked[block] = at - block * stride
+        kept += asked[block]
+    return kept
+
+
+def exit_rounds(seeds: int, exchange: Exchange, slices: Slices, rows: tuple[np.ndarray, ...], lo: int, hi: int,
+                batch: int, place: Callable[[int, int], tuple[int, np.ndarray, np.ndarray, bool]],
+                done: Callable[[int, int, np.ndarray], None] | None = None, use: np.ndarray | None = None) -> None:
+    """The exits of ranks lo..hi-1 of layer `seeds` (this process's slice),
+    `batch` ranks a round (collective: as many rounds on every process, one
+    all-to-all of requests and one of answers each). place(start, stop)
+    says where ranks start..stop-1 are held: (the rank held at index 0,
+    values, counts, whether in the lined layout), as exit_requests takes
+    them; their captures are asked of their children's owners and the
+    answers raise the pending codes, then done(start, stop, values) if
+    given. With `use`, only captures into the layers it marks are asked."""
+    keys = np.empty(batch * ROW, dtype=np.int64)
+    gains = np.empty(batch * ROW, dtype=np.int8)
+    owners = np.empty(batch * ROW, dtype=np.int64)
+    asked = np.zeros(batch // layer_state.BLOCK, dtype=np.int64)
+    rounds = exchange.maximum((hi - lo + batch - 1) // batch)
+    for round_number in range(rounds):
+        start = lo + round_number * batch
+        stop = min(hi, start + batch)
+        blocks = (max(0, stop - start) + layer_state.BLOCK - 1) // layer_state.BLOCK
+        values = None
+        if start < stop:
+            base, values, counts, lined = place(start, stop)
+            exits.exit_requests(seeds, base, start, stop, values, counts, rows, keys, gains, owners, asked, ORDER,
+                                lined)
+            if use is not None:
+                keep_layers(keys, gains, owners, asked[:blocks], layer_state.BLOCK * ROW, use)
+        wanted, slots, counts = route_requests(keys, asked[:blocks], layer_state.BLOCK * ROW, slices.bounds,
+                                               exchange.size)
+        requests, arrived = exchange.alltoallv(wanted, counts)
+        answers, _ = exchange.alltoallv(slices.answer(requests), arrived)
+        if values is not None:
+            # The answers come back grouped as the requests went: answers[j] is slots[j]'s.
+            exits.raise_exits(values, slots, gains, owners, answers)
+            if done is not None:
+                done(start, stop, values)
+
+
 # Checkpoints -----------------------------------------------------------------------
 
 
@@ -634,25 +692,8 @@ class SliceSolver:
     def exits(self) -> None:
         """Pending codes and child counts of the slice, captures asked of their owners."""
         started = time.perf_counter()
-        exchange = self.exchange
-        keys = np.empty(self.batch * ROW, dtype=np.int64)
-        gains = np.empty(self.batch * ROW, dtype=np.int8)
-        owners = np.empty(self.batch * ROW, dtype=np.int64)
-        asked = np.zeros(self.batch // layer_state.BLOCK, dtype=np.int64)
-        rounds = exchange.maximum((self.hi - self.lo + self.batch - 1) // self.batch)
-        for round_number in range(rounds):
-            start = self.lo + round_number * self.batch
-            stop = min(self.hi, start + self.batch)
-            blocks = (max(0, stop - start) + layer_state.BLOCK - 1) // layer_state.BLOCK
-            if start < stop:
-                exits.exit_requests(self.seeds, self.lo, start, stop, self.state, self.counts, self.rows,
-                                    keys, gains, owners, asked, ORDER)
-            wanted, slots, counts = route_requests(keys, asked[:blocks], layer_state.BLOCK * ROW, self.slices.bounds,
-                                                   exchange.size)
-            requests, arrived = exchange.alltoallv(wanted, counts)
-            answers, _ = exchange.alltoallv(self.slices.answer(requests), arrived)
-            # The answers come back grouped as the requests went: answers[j] is slots[j]'s.
-            exits.raise_exits(self.state, slots, gains, owners, answers)
+        exit_rounds(self.seeds, self.exchange, self.slices, self.rows, self.lo, self.hi, self.batch,
+                    lambda start, stop: (self.lo, self.state, self.counts, True))
         self.exit_seconds = time.perf_counter() - started
 
     def solve(self, checkpoints: Checkpoints | None = None, progress: Callable | None = None) -> dict[str, Any]:
