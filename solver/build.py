@@ -785,16 +785,19 @@ def _lean_slice_groups(missing: list[int], processes: int, budget: int, threads:
     """The layers of `missing` a distributed build makes with lean slices
     (those whose in-memory slices do not fit `budget`, or all when `forced`),
     with their exit passes' groups of smaller layers (plan.lean_slice_layout;
-    one layer a pass when forced beyond what the budget allows); BuildError
+    one layer a pass when forced, so that every pass is exercised); BuildError
     (one line) for a layer that fits neither way."""
     groups = {}
     for n in missing:
         if not forced and process_bytes(n, processes, threads, outbox, batch) <= budget:
             continue
+        if forced:
+            groups[n] = [[m] for m in layer_state.exit_layers(n)] or [[]]
+            continue
         layout = lean_slice_layout(n, processes, budget, outbox, batch)
-        if layout is None and not forced:
+        if layout is None:
             raise BuildError(process_memory_message(n, processes, budget, threads))
-        groups[n] = layout["groups"] if layout else [[m] for m in layer_state.exit_layers(n)] or [[]]
+        groups[n] = layout["groups"]
     return groups
 
 
@@ -812,14 +815,16 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                       checkpoint_interval: float = 0.0,
                       report: Callable[[dict], None] | None = None, progress: Callable | None = None,
                       outbox: int | None = None, batch: int | None = None, distances: bool = True,
-                      scratch: str | None = None, lean_slices: bool = False) -> None:
+                      scratch: str | None = None, lean_slices: dict[str, int] | None = None) -> None:
     """build() on the processes of `exchange` (solver.distributed; every one
     calls this): each holds its slice of each layer, process 0 writes the
     files, which are the same as build()'s. `memory` is the budget of one
     process; a layer whose slices do not fit in memory is built with lean
     slices (solver.distributed_lean, each process's state file in `scratch`,
     default: SCRATCH_NAME in `directory`) when those fit, else raises before
-    any work on it. `lean_slices` takes every layer so (tests).
+    any work on it. With `lean_slices` (tests), every layer is built so,
+    one smaller layer an exit pass, with those LeanSliceSolver options
+    (stack, chunk, block).
     With `checkpoint_dir`, the working state is saved at stage boundaries
     (at most every `checkpoint_interval` seconds) and a rerun with as many
     processes resumes a layer there. report(row), on process 0 only, adds
@@ -848,7 +853,8 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                 lock.__enter__()
                 _remove_leftovers(directory)
                 missing = [n for n in range(max_seeds + 1) if not _existing_layer_ok(directory, n)]
-                lean_groups = _lean_slice_groups(missing, processes, budget, threads, outbox, batch, lean_slices)
+                lean_groups = _lean_slice_groups(missing, processes, budget, threads, outbox, batch,
+                                                 lean_slices is not None)
                 if lean_groups:
                     _usable_folder(scratch, "scratch folder")
                 undistanced = [n for n in range(max_seeds + 1) if distances and n not in missing
@@ -876,7 +882,8 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                     step = progress and rank == 0 and (lambda step, fraction, n=seeds: progress(n, step, fraction))
                     if seeds in lean_groups:
                         lean_solver = distributed_lean.LeanSliceSolver(seeds, exchange, slices, rows, directory,
-                                                                       scratch, lean_groups[seeds], outbox, batch)
+                                                                       scratch, lean_groups[seeds], outbox, batch,
+                                                                       **(lean_slices or {}))
                         stats = lean_solver.solve(step or None)
                         values, counts = lean_solver.values(), exchange.sum(lean_solver.histogram)
                     else:

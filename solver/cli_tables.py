@@ -308,28 +308,29 @@ def plan(max_seeds: int, memory: str | None, directory: str | None, processes: i
                f"{result['rate_measured_on']}; {result['exchange_bytes_per_position']:.1f} B exchanged a position "
                f"(x (K-1)/K) and overhead x{result['overhead']:.2f} from {result['exchange_measured_on']}")
     click.echo(f"{'seeds':>5} {'positions':>16} {'per process':>12} {'exchanged':>10} {'file':>9} {'time':>10} "
-               f"{'lean state':>11} {'lean time':>10}")
-    total_seconds = total_bytes = lean_seconds = 0
+               f"{'lean state':>11} {'passes':>6} {'scratch':>8} {'lean time':>10}  mode")
+    total_seconds = total_bytes = 0
     for row in result["layers"]:
-        total_seconds += row["seconds"]
+        total_seconds += row["lean_seconds"] if row["mode"] == "lean" else row["seconds"]
         total_bytes += row["file_bytes"]
-        lean_seconds += row["lean_seconds"]
         need = f"{row['process_bytes'] / gib:11.1f}G" if row["fits"] else f"{row['process_bytes'] / gib:6.1f}G(!)"
         lean_need = f"{row['lean_process_bytes'] / gib:.1f}G" + ("" if row["lean_fits"] else "(!)")
+        scratch = f"{row['lean_scratch_bytes'] / gib:.1f}G" if row["lean_fits"] else "-"
         click.echo(f"{row['seeds']:>5} {row['positions']:>16,} {need:>12} {row['bytes_exchanged'] / gib:9.1f}G "
                    f"{row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10} {lean_need:>11} "
-                   f"{_duration(row['lean_seconds']):>10}")
-    too_big = [row["seeds"] for row in result["layers"] if not row["fits"]]
+                   f"{row['lean_exit_passes'] or '-':>6} {scratch:>8} {_duration(row['lean_seconds']):>10}  "
+                   f"{row['mode']}")
+    lean = [row["seeds"] for row in result["layers"] if row["mode"] == "lean"]
+    too_big = [row["seeds"] for row in result["layers"] if row["mode"] == "too big"]
     click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)}, {total_bytes / gib:.1f} GiB on disk"
+               + (f"; layers {lean[0]}..{lean[-1]} in lean slices" if lean else "")
                + (f"; layers {too_big[0]}.. do not fit (!)" if too_big else ""))
+    click.echo("lean slices (the MPI build takes a layer so where its in-memory slices do not fit): half a byte a "
+               "position of each slice resident, its value bytes in a state file of each process's own in the "
+               "scratch folder, the exits a group of the smaller layers' slices a pass (docs/CLUSTER.md)")
     for seeds, least in result["smallest_cluster"].items():
         click.echo(f"layer {seeds} needs at least " + (f"{least} processes of {each / gib:.1f} GiB" if least
                    else f"more than {each / gib:.1f} GiB a process, whatever their number"))
-    lean_too_big = [row["seeds"] for row in result["layers"] if not row["lean_fits"]]
-    click.echo("with the lean state (a model: half a byte a position of each slice, the exits streamed from the "
-               "files; the MPI build holds the in-memory state today, docs/OPENING.md): "
-               f"{_duration(lean_seconds)}"
-               + (f"; layers {lean_too_big[0]}.. do not fit (!)" if lean_too_big else ""))
     for seeds, least in result["smallest_lean_cluster"].items():
         click.echo(f"layer {seeds} in the lean state needs at least " + (
             f"{least} processes of {each / gib:.1f} GiB" if least else f"more than {each / gib:.1f} GiB a process"))
