@@ -146,7 +146,7 @@ def tell_slice(seeds: int, lo: int, size: int, codes: np.ndarray, ranks: np.ndar
                 continue
             code = told(code, child_lost[i])
             set_code(codes, local, code)
-            if code == WON or code == LOST:
+            if code in (WON, LOST):
                 stack[depth] = local
                 stack_movers[depth] = movers[i]
                 stack_opponents[depth] = opponents[i]
@@ -168,7 +168,7 @@ def apply_updates(lo: int, codes: np.ndarray, updates: np.ndarray, resolved: np.
             continue
         code = told(code, (updates[j] & 1) == 1)
         set_code(codes, local, code)
-        if code == WON or code == LOST:
+        if code in (WON, LOST):
             resolved[n] = local
             n += 1
     return n
