@@ -45,13 +45,17 @@ one process's, byte for byte. Process 0 writes the file from the state
 files (SlicedValues: each process reads its runs of each window back).
 
 Not done: a lean slice is not resumed mid-layer (no journal, no
-checkpoint): a killed build starts the layer over, its files replaced.
+checkpoint): a killed build starts the layer over, its files replaced
+(those of a run with another number of processes removed by process 0).
+The files are created exclusively, never through a link (a link planted at
+one of their names is removed, never written through).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import re
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +64,7 @@ import numpy as np
 from numba import njit
 
 from . import distributed, index, layer_state, lean, lean_kernels
+from .disk import own_files, remove_own
 from .errors import ScratchError
 from .intrinsics import prefetch
 from .lean_files import RankQueue, create_exclusive, pread_into, write_error
@@ -74,6 +79,18 @@ def file_names(seeds: int, rank: int, processes: int) -> tuple[str, str]:
     """This process's state file and queue file of layer `seeds` (scratch folder)."""
     stem = f"awele-{seeds:02d}.slice-{rank}-of-{processes}"
     return f"{stem}.lean-state", f"{stem}.lean-queue"
+
+
+def slice_pattern(seeds: int) -> re.Pattern[str]:
+    """Every name file_names gives a file of layer `seeds`, whatever the process and their number."""
+    return re.compile(rf"awele-{seeds:02d}\.slice-\d+-of-\d+\.lean-(state|queue)")
+
+
+def _kill_point(seeds: int, stage: int, rank: int) -> None:
+    """Fault injection for the tests (distributed.KILL_VARIABLE, "seeds:stage:process"):
+    that process kills itself once its pass of that stage is done."""
+    if os.environ.get(distributed.KILL_VARIABLE, "") == f"{seeds}:{stage}:{rank}":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def buffer_bytes(size: int, outbox: int = distributed.OUTBOX, stack: int = STACK) -> int:
@@ -213,11 +230,16 @@ class LeanSliceSolver:
         self.read = self.written = 0
         self.codes = np.zeros(0, dtype=np.uint8)
 
-    def clear(self) -> None:
-        """Remove this process's files of the layer (a run killed before left them, or the table is written)."""
-        for path in (self.state_path, self.queue_path):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
+    def clear(self, others: bool = False) -> None:
+        """Remove this process's files of the layer (a run killed before left
+        them, or the table is written): a file, or a link planted at its name
+        (the link itself). With `others`, those of a run with another number
+        of processes too (process 0 does so before the layer begins)."""
+        mine = {os.path.basename(self.state_path), os.path.basename(self.queue_path)}
+        ours = f"-of-{self.exchange.size}."
+        names = [name for name in own_files(self.scratch, slice_pattern(self.seeds))
+                 if name in mine or (others and ours not in name)]
+        remove_own(self.scratch, names, self.seeds)
 
     def _write(self, descriptor: int, data: np.ndarray, offset: int) -> None:
         view = memoryview(np.ascontiguousarray(data).view(np.uint8))  # type: ignore[arg-type]  # a buffer
@@ -233,7 +255,7 @@ class LeanSliceSolver:
         """The exits, then the stages; returns stats as SliceSolver.solve's."""
         started = time.perf_counter()
         before = self.exchange.bytes_sent
-        self.clear()
+        self.clear(others=self.exchange.rank == 0)
         # Whole words of codes (settle_chunk reads them a word at a time).
         self.codes = np.zeros(((self.size + 1) // 2 + 7) // 8 * 8, dtype=np.uint8)
         descriptor = create_exclusive(self.state_path, self.scratch, self.seeds)
@@ -311,6 +333,7 @@ class LeanSliceSolver:
         try:
             for stage in range(seeds, -1, -1):
                 seeded = self._pass(descriptor, stage, queue)
+                _kill_point(seeds, stage, exchange.rank)
                 if stage == 0:
                     break
                 before = int(tally[0])

@@ -487,6 +487,35 @@ def test_mpi_lean_slices_with_small_buffers_and_a_pass_a_layer_still_agree(tmp_p
 
 @pytest.mark.mpi
 @mpi_required
+def test_mpi_a_killed_lean_slice_build_starts_the_layer_over(tmp_path):
+    # No checkpoint of a lean slice: the rerun builds the layer again, the
+    # files a killed run left (and those of another process count) removed,
+    # a link planted at one of their names removed, never written through.
+    directory = str(tmp_path / "tables")
+    scratch = os.path.join(directory, build.SCRATCH_NAME)
+    args = [sys.executable, "-m", "solver", "build", "--max-seeds", "13", "--dir", directory, "--threads", "1",
+            "--memory", "600M", "--no-distance", "--quiet"]
+    killed = _mpiexec(2, *args, env={distributed.KILL_VARIABLE: "13:7:1"}, timeout=300)
+    assert killed.returncode != 0
+    assert not os.path.exists(tables.table_path(directory, 13)) and os.path.exists(tables.table_path(directory, 12))
+    assert "awele-13.slice-1-of-2.lean-state" in os.listdir(scratch)
+    target = tmp_path / "target"
+    target.write_bytes(b"kept")
+    planted = os.path.join(scratch, "awele-13.slice-0-of-2.lean-state")
+    if os.path.lexists(planted):
+        os.remove(planted)
+    os.symlink(target, planted)
+    (tmp_path / "tables" / build.SCRATCH_NAME / "awele-13.slice-2-of-3.lean-queue").write_bytes(b"old")
+    rerun = _mpiexec(2, *args[:-1], "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    rows = [json.loads(line) for line in rerun.stdout.splitlines()]
+    assert [r["seeds"] for r in rows if r["built"]] == [13] and rows[-1]["lean_slices"]
+    _check_hashes(directory, 13)
+    assert os.listdir(scratch) == [] and target.read_bytes() == b"kept"
+
+
+@pytest.mark.mpi
+@mpi_required
 def test_mpi_with_small_buffers_fills_outboxes_and_still_agrees(tmp_path):
     result = _mpiexec(3, sys.executable, os.path.join(HERE, "mpi_build.py"), str(tmp_path), "13", "3000", "2048")
     assert result.returncode == 0, result.stderr
