@@ -880,6 +880,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                        "processes": processes, "threads": threads}
                 if seeds in missing:
                     step = progress and rank == 0 and (lambda step, fraction, n=seeds: progress(n, step, fraction))
+                    values: Any  # the slice's values: an array, or its lean state file (SliceFile)
                     if seeds in lean_groups:
                         lean_solver = distributed_lean.LeanSliceSolver(seeds, exchange, slices, rows, directory,
                                                                        scratch, lean_groups[seeds], outbox, batch,

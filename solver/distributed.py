@@ -782,7 +782,7 @@ class GatheredLayer:
     (values[start:stop]), or its chunks deflated by every process at once
     (filtered_chunks, which write_table uses)."""
 
-    def __init__(self, exchange: Exchange, values: np.ndarray, bounds: np.ndarray, seeds: int) -> None:
+    def __init__(self, exchange: Exchange, values: Any, bounds: np.ndarray, seeds: int) -> None:
         self.exchange = exchange
         self.local = values
         self.bounds = bounds
@@ -851,9 +851,10 @@ def _lay_runs(pieces, arrived, counts, length):
     return window
 
 
-def send_layer(exchange: Exchange, values: np.ndarray, bounds: np.ndarray, seeds: int) -> None:
+def send_layer(exchange: Exchange, values: Any, bounds: np.ndarray, seeds: int) -> None:
     """A non-zero process's side of write_table(GatheredLayer): its part of
-    every file slice sent, and the slices it deflates."""
+    every file slice sent, and the slices it deflates. `values`: this
+    process's slice, an array or anything sliced as one (distributed_lean.SliceFile)."""
     slices = (index.layer_size(seeds) + tables.SLICE - 1) // tables.SLICE
     for first in range(0, slices, exchange.size):
         _filter_round(exchange, values, bounds, seeds, first)

@@ -19,6 +19,7 @@ import itertools
 import os
 import re
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -664,7 +665,7 @@ def cluster_plan(max_seeds: int, processes: int, memory_per_process: int, direct
     directory = directory or tables.default_directory()
     rate, file_bytes, source = measured_rates(directory)
     exchange, overhead, exchange_source = measured_exchange(directory)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for seeds in range(max_seeds + 1):
         size = index.layer_size(seeds)
         need = process_bytes(seeds, processes, threads)
