@@ -45,6 +45,7 @@ from .plan import (
     exit_groups,
     lean_plan,
     lean_slice_layout,
+    lean_slice_scratch_bytes,
     least_bytes,
     memory_message,
     mode,
@@ -801,6 +802,20 @@ def _lean_slice_groups(missing: list[int], processes: int, budget: int, threads:
     return groups
 
 
+def _check_slice_scratch(exchange: distributed.Exchange, seeds: int, scratch: str, sharing: int) -> None:
+    """CollectiveError (one line) unless every process's scratch folder has
+    room for the lean slices of layer `seeds` of the `sharing` processes of
+    its machine (plan.lean_slice_scratch_bytes), checked before the layer
+    starts (collective)."""
+    need = sharing * lean_slice_scratch_bytes(seeds, exchange.size)
+    free = disk.free_bytes(scratch)
+    if exchange.sum(int(free < need)):
+        raise CollectiveError(f"layer {seeds} needs {need / 1e9:.1f} GB in the scratch folder {scratch} (lean slices, "
+                              f"{sharing} process{'es' if sharing > 1 else ''} of a machine), which has "
+                              f"{free / 1e9:.1f} GB free on process {exchange.rank}: free some space or give another "
+                              "--scratch")
+
+
 def _slice_working_bytes(seeds: int, processes: int, lean_slices: bool) -> int:
     """The working state a process holds of its slice of layer `seeds`: the
     lined layout's 1.52 bytes a position, or the lean slices' codes."""
@@ -837,8 +852,9 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
     exchange = exchange or distributed.world()
     processes, rank = exchange.size, exchange.rank
     directory = directory or tables.default_directory()
-    budget = int(memory or default_budget() // exchange.processes_per_node())
-    threads = threads or max(1, (os.cpu_count() or 1) // exchange.processes_per_node())
+    sharing = exchange.processes_per_node()
+    budget = int(memory or default_budget() // sharing)
+    threads = threads or max(1, (os.cpu_count() or 1) // sharing)
     outbox = distributed.OUTBOX if outbox is None else outbox
     batch = distributed.EXIT_BATCH if batch is None else batch
     scratch = scratch or os.path.join(directory, SCRATCH_NAME)
@@ -882,6 +898,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                     step = progress and rank == 0 and (lambda step, fraction, n=seeds: progress(n, step, fraction))
                     values: Any  # the slice's values: an array, or its lean state file (SliceFile)
                     if seeds in lean_groups:
+                        _check_slice_scratch(exchange, seeds, scratch, sharing)
                         lean_solver = distributed_lean.LeanSliceSolver(seeds, exchange, slices, rows, directory,
                                                                        scratch, lean_groups[seeds], outbox, batch,
                                                                        **(lean_slices or {}))

@@ -178,9 +178,16 @@ def lean_slice_layout(seeds: int, processes: int, budget: int, outbox: int | Non
             held.append(0)
         groups[number].append(m)
         held[number] += shares[m]
-    queue = max((share + 1) // 2, int(share * LEAN_QUEUE_BYTES) + QUEUE_FLOOR)
     return {"groups": [sorted(g) for g in groups] or [[]], "memory_bytes": max(stages, exits + max(held, default=0)),
-            "scratch_bytes": share + queue}
+            "scratch_bytes": lean_slice_scratch_bytes(seeds, processes)}
+
+
+def lean_slice_scratch_bytes(seeds: int, processes: int) -> int:
+    """The scratch a process's lean slice of layer `seeds` takes at most: its
+    state file (a byte a position) and its queue, planned as the lean
+    stages' is (LEAN_QUEUE_BYTES, at least QUEUE_FLOOR)."""
+    share = slice_share(seeds, processes)
+    return share + max((share + 1) // 2, int(share * LEAN_QUEUE_BYTES) + QUEUE_FLOOR)
 
 
 def lean_process_bytes(seeds: int, processes: int, threads: int = 1) -> int:

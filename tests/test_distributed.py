@@ -321,6 +321,20 @@ def test_lean_slices_give_the_recorded_tables_through_every_exit_pass(tmp_path):
     assert os.listdir(tmp_path / build.SCRATCH_NAME) == []  # each layer's files removed once its table is written
 
 
+def test_lean_slices_check_their_scratch_before_a_layer_starts(tmp_path, monkeypatch):
+    directory = str(tmp_path)
+    build.build_distributed(8, directory, distributed.Exchange(), threads=1, distances=False)
+    need = plan.lean_slice_scratch_bytes(9, 1)
+    assert need >= index.layer_size(9) + plan.QUEUE_FLOOR
+    monkeypatch.setattr(build.disk, "free_bytes", lambda folder: need - 1)
+    with pytest.raises(BuildError, match=r"layer 9 needs .* GB in the scratch folder .*lean slices.* GB free"):
+        build.build_distributed(9, directory, distributed.Exchange(), threads=1, lean_slices={}, distances=False)
+    assert not os.path.exists(tables.table_path(directory, 9))
+    monkeypatch.setattr(build.disk, "free_bytes", lambda folder: need)
+    build.build_distributed(9, directory, distributed.Exchange(), threads=1, lean_slices={}, distances=False)
+    _check_hashes(directory, 9)
+
+
 def test_a_lean_slice_tells_its_own_predecessors_and_sends_the_others():
     # Layer 12 cut in two: what the first slice resolves tells its own
     # predecessors at once, and those of the second go to the outbox, as the
