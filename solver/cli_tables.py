@@ -58,9 +58,11 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
     through --scratch, then its stages in memory (docs/DISK.md).
 
     Under MPI (`mpiexec -n P awele build ...`, with the mpi extra) every
-    process holds a slice of each layer, --memory is each process's budget,
-    and process 0 writes the same files (and their distances, computed by
-    process 0 from the files); see docs/CLUSTER.md.
+    process holds a slice of each layer (in lean slices, half a byte a
+    position and a file in --scratch, where the in-memory slices do not
+    fit), --memory is each process's budget, and process 0 writes the
+    same files (and their distances, computed by process 0 from the
+    files); see docs/CLUSTER.md.
 
     Each layer's file also holds its distances to conversion (plies to the
     next capture under play that keeps the value: `awele best` shows them),
