@@ -902,7 +902,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                         lean_solver = distributed_lean.LeanSliceSolver(seeds, exchange, slices, rows, directory,
                                                                        scratch, lean_groups[seeds], outbox, batch,
                                                                        **(lean_slices or {}))
-                        stats = lean_solver.solve(step or None)
+                        stats = lean_solver.solve(step or None, checkpoints)
                         values, counts = lean_solver.values(), exchange.sum(lean_solver.histogram)
                     else:
                         wanted = layer_state.exit_layers(seeds)

@@ -582,7 +582,8 @@ class Checkpoints:
             os.makedirs(directory, exist_ok=True)  # build_distributed checked that it can
         exchange.barrier()
 
-    def _manifest(self, seeds):
+    def manifest_path(self, seeds: int) -> str:
+        """The manifest of layer `seeds`'s checkpoint (process 0's)."""
         assert self.directory is not None, "asked only of a build with checkpoints"
         return os.path.join(self.directory, f"awele-{seeds:02d}.checkpoint.json")
 
@@ -604,7 +605,7 @@ class Checkpoints:
         if self.exchange.rank == 0:
             manifest = {"seeds": seeds, "stage": stage, "processes": self.exchange.size, "order": ORDER_NAME,
                         "layout": LAYOUT_NAME, "bounds": [int(b) for b in bounds], "crc32": crcs}
-            tables.write_file_exclusively(self._manifest(seeds), (json.dumps(manifest).encode(),))
+            tables.write_file_exclusively(self.manifest_path(seeds), (json.dumps(manifest).encode(),))
         self.exchange.barrier()
         for older in range(stage + 1, seeds + 2):
             if os.path.exists(self._state(seeds, older)):
@@ -622,7 +623,7 @@ class Checkpoints:
         manifest = None
         if self.exchange.rank == 0:
             try:
-                manifest = json.loads(tables.read_file_nofollow(self._manifest(seeds), 1 << 20))
+                manifest = json.loads(tables.read_file_nofollow(self.manifest_path(seeds), 1 << 20))
                 if (manifest.get("seeds") != seeds or manifest.get("processes") != self.exchange.size
                         or manifest.get("order") != ORDER_NAME or manifest.get("layout") != LAYOUT_NAME
                         or manifest.get("bounds") != [int(b) for b in bounds]):
@@ -649,8 +650,8 @@ class Checkpoints:
         """Forget layer `seeds`'s checkpoint once its file is written (collective)."""
         if not self.directory:
             return
-        if self.exchange.rank == 0 and os.path.exists(self._manifest(seeds)):
-            os.remove(self._manifest(seeds))
+        if self.exchange.rank == 0 and os.path.exists(self.manifest_path(seeds)):
+            os.remove(self.manifest_path(seeds))
         self.exchange.barrier()
         for stage in range(0, seeds + 2):
             if os.path.exists(self._state(seeds, stage)):

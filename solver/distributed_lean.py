@@ -44,26 +44,32 @@ whatever the order their updates arrive in, so the files are the same as
 one process's, byte for byte. Process 0 writes the file from the state
 files (SlicedValues: each process reads its runs of each window back).
 
-Not done: a lean slice is not resumed mid-layer (no journal, no
-checkpoint): a killed build starts the layer over, its files replaced
-(those of a run with another number of processes removed by process 0).
-The files are created exclusively, never through a link (a link planted at
-one of their names is removed, never written through).
+Resuming: with a checkpoint folder, the slice is saved after its exits
+and at stage boundaries (SliceCheckpoint: the codes and a copy of the state
+file), and a rerun with as many processes goes on from there; without one,
+or when the checkpoint does not check out, a killed build starts the layer
+over, its files replaced (those of a run with another number of processes
+removed by process 0). The files are created exclusively, never through a
+link (a link planted at one of their names is removed, never written
+through).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import signal
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 from numba import njit
 
-from . import distributed, index, layer_state, lean, lean_kernels
+from . import distributed, index, layer_state, lean, lean_kernels, tables
 from .disk import own_files, remove_own
 from .errors import ScratchError
 from .intrinsics import prefetch
@@ -229,6 +235,7 @@ class LeanSliceSolver:
         self.histogram = np.zeros(2 * seeds + 1, dtype=np.int64)
         self.read = self.written = 0
         self.codes = np.zeros(0, dtype=np.uint8)
+        self.saved: SliceCheckpoint | None = None
 
     def clear(self, others: bool = False) -> None:
         """Remove this process's files of the layer (a run killed before left
@@ -240,6 +247,8 @@ class LeanSliceSolver:
         names = [name for name in own_files(self.scratch, slice_pattern(self.seeds))
                  if name in mine or (others and ours not in name)]
         remove_own(self.scratch, names, self.seeds)
+        if self.saved is not None:
+            self.saved.remove()
 
     def _write(self, descriptor: int, data: np.ndarray, offset: int) -> None:
         view = memoryview(np.ascontiguousarray(data).view(np.uint8))  # type: ignore[arg-type]  # a buffer
@@ -251,31 +260,42 @@ class LeanSliceSolver:
             raise write_error(error, self.scratch, self.seeds) from None
         self.written += len(view)
 
-    def solve(self, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
-        """The exits, then the stages; returns stats as SliceSolver.solve's."""
+    def solve(self, progress: Callable[[str, float], None] | None = None,
+              checkpoints: distributed.Checkpoints | None = None) -> dict[str, Any]:
+        """The exits (unless a checkpoint has them), then the stages; returns
+        stats as SliceSolver.solve's. With `checkpoints` (a folder), the
+        codes and the state file are saved after the exits and after a
+        stage (SliceCheckpoint), and a rerun with as many processes resumes
+        at the last one saved."""
         started = time.perf_counter()
         before = self.exchange.bytes_sent
         self.clear(others=self.exchange.rank == 0)
         # Whole words of codes (settle_chunk reads them a word at a time).
         self.codes = np.zeros(((self.size + 1) // 2 + 7) // 8 * 8, dtype=np.uint8)
+        saved = SliceCheckpoint(checkpoints, self) if checkpoints is not None and checkpoints.directory else None
+        self.saved = saved
         descriptor = create_exclusive(self.state_path, self.scratch, self.seeds)
         try:
-            for number, group in enumerate(self.groups):
-                self._exit_pass(descriptor, number, group)
+            resumed = saved.resume(descriptor) if saved else None
+            if resumed is None:
+                for number, group in enumerate(self.groups):
+                    self._exit_pass(descriptor, number, group)
+                if saved:
+                    saved.save(self.seeds, descriptor)
             self.slices.keep_only(())
             exit_seconds = time.perf_counter() - started
             exit_bytes = self.exchange.bytes_sent - before
             if progress:
                 progress("exits", 1.0)
             tick = time.perf_counter()
-            reports, rounds = self._stages(descriptor, progress)
+            reports, rounds = self._stages(descriptor, progress, self.seeds if resumed is None else resumed, saved)
         finally:
             os.close(descriptor)
         self.codes = np.zeros(0, dtype=np.uint8)
         return {"exit_bytes": exit_bytes, "stage_bytes": self.exchange.bytes_sent - before - exit_bytes,
                 "exit_seconds": exit_seconds, "stage_seconds": time.perf_counter() - tick, "seed_seconds": 0.0,
-                "resumed_at_stage": None, "stage_rounds": rounds, "stages": reports, "exit_passes": len(self.groups),
-                "disk_bytes_read": self.read, "disk_bytes_written": self.written}
+                "resumed_at_stage": resumed, "stage_rounds": rounds, "stages": reports,
+                "exit_passes": len(self.groups), "disk_bytes_read": self.read, "disk_bytes_written": self.written}
 
     def _exit_pass(self, descriptor: int, number: int, group: list[int]) -> None:
         """Exit pass `number` over the slice, with the slices of the smaller
@@ -311,10 +331,12 @@ class LeanSliceSolver:
         distributed.exit_rounds(self.seeds, self.exchange, self.slices, self.rows, self.lo, self.hi, self.batch,
                                 place, done, use)
 
-    def _stages(self, descriptor: int, progress: Callable[[str, float], None] | None) -> tuple[list, int]:
-        """Stages `seeds` down to 1, each a pass over the state file then its
-        propagation and exchanges, and the last pass (stage 0); returns
-        (stage, seeds found, predecessors told) a stage and the exchanges."""
+    def _stages(self, descriptor: int, progress: Callable[[str, float], None] | None, first: int,
+                saved: SliceCheckpoint | None) -> tuple[list, int]:
+        """Stages `first` down to 1, each a pass over the state file then its
+        propagation and exchanges (saved after it when a checkpoint is due),
+        and the last pass (stage 0); returns (stage, seeds found,
+        predecessors told) a stage and the exchanges."""
         seeds, exchange = self.seeds, self.exchange
         stack = np.empty(self.stack_size, dtype=np.int64)
         stack_movers = np.empty(self.stack_size, dtype=np.uint64)
@@ -331,7 +353,7 @@ class LeanSliceSolver:
         rounds = 0
         queue = RankQueue(self.queue_path, self.scratch, seeds, segment=self.stack_size)
         try:
-            for stage in range(seeds, -1, -1):
+            for stage in range(first, -1, -1):
                 seeded = self._pass(descriptor, stage, queue)
                 _kill_point(seeds, stage, exchange.rank)
                 if stage == 0:
@@ -358,6 +380,8 @@ class LeanSliceSolver:
                     resolved = np.empty(received.shape[0], dtype=np.int64)
                     queue.push(resolved[: apply_updates(self.lo, self.codes, received, resolved)])
                 reports.append((stage, exchange.sum(seeded), exchange.sum(int(tally[0]) - before)))
+                if saved and stage > 1 and saved.checkpoints.due():
+                    saved.save(stage - 1, descriptor)
                 if progress:
                     progress(f"stage {stage}", (seeds - stage + 1) / max(seeds, 1))
         finally:
@@ -392,6 +416,117 @@ class LeanSliceSolver:
     def values(self) -> SliceFile:
         """The slice's values (after solve()), read from the state file as asked."""
         return SliceFile(self.state_path, self.size)
+
+
+LAYOUT_NAME = "lean-slices"  # in a checkpoint's manifest (distributed.Checkpoints'): the in-memory slices' is "lined"
+
+
+class SliceCheckpoint:
+    """A lean slice's checkpoints, in the folder of `checkpoints`
+    (distributed.Checkpoints: its manifest's name and interval): at a stage
+    boundary, each process's codes and a copy of its state file (1.5 bytes
+    a position of its slice), process 0's manifest naming the stage whose
+    pass comes next, the groups and each file's CRC-32. The state file
+    holds the values resolved before that stage and the pending codes, the
+    codes what that stage's pass needs, so a rerun with as many processes
+    copies the state file back, reads the codes and goes on with that
+    pass; anything that does not check out is ignored and the layer starts
+    over. Files created exclusively and renamed into place
+    (tables.write_file_exclusively), never written through a link."""
+
+    def __init__(self, checkpoints: distributed.Checkpoints, solver: LeanSliceSolver) -> None:
+        self.checkpoints, self.solver = checkpoints, solver
+        self.exchange = solver.exchange
+
+    def _path(self, stage: int, kind: str) -> str:
+        assert self.checkpoints.directory is not None, "a checkpoint folder"
+        return os.path.join(self.checkpoints.directory, f"awele-{self.solver.seeds:02d}.stage-{stage:02d}.process-"
+                                                        f"{self.exchange.rank}-of-{self.exchange.size}.{kind}")
+
+    def _manifest(self) -> dict[str, Any]:
+        solver = self.solver
+        return {"seeds": solver.seeds, "processes": self.exchange.size, "order": distributed.ORDER_NAME,
+                "layout": LAYOUT_NAME, "bounds": [int(b) for b in solver.bounds], "groups": solver.groups}
+
+    def _state_pieces(self, descriptor: int, path: str | None = None) -> Iterator[np.ndarray]:
+        """The bytes of a state file (open as `descriptor`) a block at a time, in one buffer."""
+        solver = self.solver
+        piece = np.empty(min(solver.block, max(solver.size, 1)), dtype=np.int8)
+        for lo in range(0, solver.size, solver.block):
+            part = piece[: min(solver.block, solver.size - lo)]
+            pread_into(descriptor, part, lo, path or solver.state_path)
+            yield part
+
+    def save(self, stage: int, descriptor: int) -> None:
+        """Save the slice before the pass of `stage` (collective)."""
+        crcs = (tables.write_file_exclusively(self._path(stage, "lean-codes"), (self.solver.codes,)),
+                tables.write_file_exclusively(self._path(stage, "lean-state"), self._state_pieces(descriptor)))
+        gathered = self.exchange.gather(crcs)
+        if self.exchange.rank == 0:
+            manifest = {**self._manifest(), "stage": stage, "crc32": gathered}
+            tables.write_file_exclusively(self.checkpoints.manifest_path(self.solver.seeds),
+                                          (json.dumps(manifest).encode(),))
+        self.exchange.barrier()
+        self.remove(above=stage)
+        self.checkpoints.last = time.monotonic()
+
+    def remove(self, above: int = -1) -> None:
+        """Remove this process's checkpoint files of the stages above `above` (all by default)."""
+        for stage in range(above + 1, self.solver.seeds + 1):
+            for kind in ("lean-codes", "lean-state"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self._path(stage, kind))
+
+    def resume(self, descriptor: int) -> int | None:
+        """The stage whose pass comes next, the codes read and the state file
+        copied back into `descriptor`, or None (collective)."""
+        manifest = None
+        if self.exchange.rank == 0:
+            try:
+                path = self.checkpoints.manifest_path(self.solver.seeds)
+                manifest = json.loads(tables.read_file_nofollow(path, 1 << 20))
+                if {key: manifest.get(key) for key in self._manifest()} != self._manifest():
+                    manifest = None
+            except (OSError, ValueError, AttributeError):
+                manifest = None
+        manifest = self.exchange.broadcast(manifest)
+        if manifest is None:
+            return None
+        stage = int(manifest["stage"])
+        ok = int(self._read_back(stage, descriptor, *manifest["crc32"][self.exchange.rank]))
+        if self.exchange.sum(ok) == self.exchange.size:
+            return stage
+        self.solver.codes[:] = 0  # the exits start over: their first pass writes every byte of the state file
+        return None
+
+    def _read_back(self, stage: int, descriptor: int, codes_crc: int, state_crc: int) -> bool:
+        """Whether this process's files of `stage` check out, the codes read
+        and the state file copied back a block at a time (never whole)."""
+        solver = self.solver
+        try:
+            data = tables.read_file_nofollow(self._path(stage, "lean-codes"), solver.codes.nbytes + 1)
+            if len(data) != solver.codes.nbytes or zlib.crc32(data) != codes_crc:
+                return False
+            source = os.open(self._path(stage, "lean-state"), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            if os.fstat(source).st_size != solver.size:
+                return False
+            crc = 0
+            for part in self._state_pieces(source, self._path(stage, "lean-state")):
+                crc = zlib.crc32(memoryview(part.view(np.uint8)), crc)  # type: ignore[arg-type]  # a buffer
+            if crc != state_crc:
+                return False
+            for lo, part in zip(range(0, solver.size, solver.block), self._state_pieces(source, "")):
+                solver._write(descriptor, part, lo)
+        except ScratchError:
+            return False
+        finally:
+            os.close(source)
+        solver.codes[:] = np.frombuffer(data, dtype=np.uint8)
+        return True
+
 
 
 class SliceFile:

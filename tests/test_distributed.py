@@ -335,6 +335,46 @@ def test_lean_slices_check_their_scratch_before_a_layer_starts(tmp_path, monkeyp
     _check_hashes(directory, 9)
 
 
+def test_lean_slices_resume_at_their_last_checkpoint(tmp_path, monkeypatch):
+    # A stage boundary saves the codes and a copy of the state file; a build
+    # stopped in a later stage resumes there, to the recorded values. One
+    # damaged file of the checkpoint makes the layer start over.
+    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
+    build.build_distributed(9, directory, distributed.Exchange(), threads=1, distances=False)
+
+    def stop(seeds, stage, rank):
+        if (seeds, stage) == (10, 5):
+            raise KeyboardInterrupt("stopped")
+
+    monkeypatch.setattr(distributed_lean, "_kill_point", stop)
+    run = {"threads": 1, "lean_slices": SMALL_LEAN, "checkpoint_dir": checkpoints, "distances": False}
+    with pytest.raises(KeyboardInterrupt):
+        build.build_distributed(10, directory, distributed.Exchange(), **run)
+    names = os.listdir(checkpoints)
+    assert "awele-10.stage-05.process-0-of-1.lean-state" in names and "awele-10.checkpoint.json" in names
+    monkeypatch.undo()
+    rows = []
+    build.build_distributed(10, directory, distributed.Exchange(), report=rows.append, **run)
+    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [5]
+    _check_hashes(directory, 10)
+    assert [name for name in os.listdir(checkpoints) if name != build.LOCK_NAME] == []
+    # A damaged copy of the state file: the layer starts over, to the same values.
+    os.remove(tables.table_path(directory, 10))
+    monkeypatch.setattr(distributed_lean, "_kill_point", stop)
+    with pytest.raises(KeyboardInterrupt):
+        build.build_distributed(10, directory, distributed.Exchange(), **run)
+    monkeypatch.undo()
+    with open(os.path.join(checkpoints, "awele-10.stage-05.process-0-of-1.lean-state"), "r+b") as handle:
+        handle.seek(100)
+        byte = handle.read(1)
+        handle.seek(100)
+        handle.write(bytes([byte[0] ^ 0x40]))
+    rows.clear()
+    build.build_distributed(10, directory, distributed.Exchange(), report=rows.append, **run)
+    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [None]
+    _check_hashes(directory, 10)
+
+
 def test_a_lean_slice_tells_its_own_predecessors_and_sends_the_others():
     # Layer 12 cut in two: what the first slice resolves tells its own
     # predecessors at once, and those of the second go to the outbox, as the
@@ -526,6 +566,23 @@ def test_mpi_a_killed_lean_slice_build_starts_the_layer_over(tmp_path):
     assert [r["seeds"] for r in rows if r["built"]] == [13] and rows[-1]["lean_slices"]
     _check_hashes(directory, 13)
     assert os.listdir(scratch) == [] and target.read_bytes() == b"kept"
+
+
+@pytest.mark.mpi
+@mpi_required
+def test_mpi_a_killed_lean_slice_build_resumes_at_its_checkpoint(tmp_path):
+    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
+    args = [sys.executable, "-m", "solver", "build", "--max-seeds", "13", "--dir", directory, "--threads", "1",
+            "--memory", "600M", "--no-distance", "--checkpoint-dir", checkpoints, "--checkpoint-interval", "0"]
+    killed = _mpiexec(3, *args, "--quiet", env={distributed.KILL_VARIABLE: "13:7:2"}, timeout=300)
+    assert killed.returncode != 0
+    assert not os.path.exists(tables.table_path(directory, 13))
+    rerun = _mpiexec(3, *args, "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    rows = [json.loads(line) for line in rerun.stdout.splitlines()]
+    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [7] and rows[-1]["lean_slices"]
+    _check_hashes(directory, 13)
+    assert [name for name in os.listdir(checkpoints) if name != build.LOCK_NAME] == []
 
 
 @pytest.mark.mpi
