@@ -615,22 +615,27 @@ class Checkpoints:
         if planned == f"{seeds}:{stage}:{self.exchange.rank}":
             os.kill(os.getpid(), signal.SIGKILL)  # fault injection for the tests
 
+    def recorded(self, seeds: int, expected: dict[str, Any]) -> dict[str, Any] | None:
+        """Layer `seeds`'s manifest, read by process 0 and given to every
+        process, when it holds `expected` (the fields a checkpoint must share
+        with this build); else None (collective)."""
+        manifest = None
+        if self.exchange.rank == 0:
+            try:
+                manifest = json.loads(tables.read_file_nofollow(self.manifest_path(seeds), 1 << 20))
+                if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in expected.items()):
+                    manifest = None
+            except (OSError, ValueError):
+                manifest = None
+        return self.exchange.broadcast(manifest)
+
     def resume(self, seeds: int, bounds: np.ndarray, state: np.ndarray) -> int | None:
         """The stage to resume layer `seeds` at, its working state read into
         `state`, or None (collective)."""
         if not self.directory:
             return None
-        manifest = None
-        if self.exchange.rank == 0:
-            try:
-                manifest = json.loads(tables.read_file_nofollow(self.manifest_path(seeds), 1 << 20))
-                if (manifest.get("seeds") != seeds or manifest.get("processes") != self.exchange.size
-                        or manifest.get("order") != ORDER_NAME or manifest.get("layout") != LAYOUT_NAME
-                        or manifest.get("bounds") != [int(b) for b in bounds]):
-                    manifest = None
-            except (OSError, ValueError):
-                manifest = None
-        manifest = self.exchange.broadcast(manifest)
+        manifest = self.recorded(seeds, {"seeds": seeds, "processes": self.exchange.size, "order": ORDER_NAME,
+                                         "layout": LAYOUT_NAME, "bounds": [int(b) for b in bounds]})
         if manifest is None:
             return None
         stage = int(manifest["stage"])

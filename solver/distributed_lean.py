@@ -480,21 +480,16 @@ class SliceCheckpoint:
     def resume(self, descriptor: int) -> int | None:
         """The stage whose pass comes next, the codes read and the state file
         copied back into `descriptor`, or None (collective)."""
-        manifest = None
-        if self.exchange.rank == 0:
-            try:
-                path = self.checkpoints.manifest_path(self.solver.seeds)
-                manifest = json.loads(tables.read_file_nofollow(path, 1 << 20))
-                if {key: manifest.get(key) for key in self._manifest()} != self._manifest():
-                    manifest = None
-            except (OSError, ValueError, AttributeError):
-                manifest = None
-        manifest = self.exchange.broadcast(manifest)
+        manifest = self.checkpoints.recorded(self.solver.seeds, self._manifest())
         if manifest is None:
             return None
-        stage = int(manifest["stage"])
-        ok = int(self._read_back(stage, descriptor, *manifest["crc32"][self.exchange.rank]))
-        if self.exchange.sum(ok) == self.exchange.size:
+        try:
+            stage = int(manifest["stage"])
+            codes_crc, state_crc = (int(crc) for crc in manifest["crc32"][self.exchange.rank])
+            ok = 0 <= stage <= self.solver.seeds and self._read_back(stage, descriptor, codes_crc, state_crc)
+        except (KeyError, TypeError, ValueError, IndexError):  # a manifest of another shape: not ours
+            ok = False
+        if self.exchange.sum(int(ok)) == self.exchange.size:
             return stage
         self.solver.codes[:] = 0  # the exits start over: their first pass writes every byte of the state file
         return None
