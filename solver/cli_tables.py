@@ -331,11 +331,16 @@ def plan(max_seeds: int, memory: str | None, directory: str | None, processes: i
                "position of each slice resident, its value bytes in a state file of each process's own in the "
                "scratch folder, the exits a group of the smaller layers' slices a pass (docs/CLUSTER.md)")
     for seeds, least in result["smallest_cluster"].items():
-        click.echo(f"layer {seeds} needs at least " + (f"{least} processes of {each / gib:.1f} GiB" if least
+        click.echo(f"layer {seeds} needs " + (_processes_of(least, each) if least
                    else f"more than {each / gib:.1f} GiB a process, whatever their number"))
     for seeds, least in result["smallest_lean_cluster"].items():
-        click.echo(f"layer {seeds} in the lean state needs at least " + (
-            f"{least} processes of {each / gib:.1f} GiB" if least else f"more than {each / gib:.1f} GiB a process"))
+        click.echo(f"layer {seeds} in the lean state needs " + (
+            _processes_of(least, each) if least else f"more than {each / gib:.1f} GiB a process"))
+
+
+def _processes_of(count: int, each: int) -> str:
+    """'at least K processes of M GiB' (one process: 'process')."""
+    return f"at least {count} process{'es' if count > 1 else ''} of {each / 2**30:.1f} GiB"
 
 
 def _disk_size(text):
