@@ -33,7 +33,7 @@ from typing import Any, ClassVar, TypeVar, cast
 import numba
 import numpy as np
 
-from . import disk, distance, distributed, index, layer_state, lean, retrograde, tables, verify_layer
+from . import disk, distance, distributed, distributed_lean, index, layer_state, lean, retrograde, tables, verify_layer
 from .errors import BuildError, CorruptTableError, ScratchError, TableMismatchError, TableWriteError
 from .layers import LayerStore
 from .plan import (
@@ -44,6 +44,8 @@ from .plan import (
     distance_groups,
     exit_groups,
     lean_plan,
+    lean_slice_layout,
+    lean_slice_scratch_bytes,
     least_bytes,
     memory_message,
     mode,
@@ -779,16 +781,65 @@ class CollectiveError(BuildError):
     """An error every process of a distributed build raises alike (process 0 reports it)."""
 
 
+def _lean_slice_groups(missing: list[int], processes: int, budget: int, threads: int, outbox: int, batch: int,
+                       forced: bool) -> dict[int, list[list[int]]]:
+    """The layers of `missing` a distributed build makes with lean slices
+    (those whose in-memory slices do not fit `budget`, or all when `forced`),
+    with their exit passes' groups of smaller layers (plan.lean_slice_layout;
+    one layer a pass when forced, so that every pass is exercised); BuildError
+    (one line) for a layer that fits neither way."""
+    groups = {}
+    for n in missing:
+        if not forced and process_bytes(n, processes, threads, outbox, batch) <= budget:
+            continue
+        if forced:
+            groups[n] = [[m] for m in layer_state.exit_layers(n)] or [[]]
+            continue
+        layout = lean_slice_layout(n, processes, budget, outbox, batch)
+        if layout is None:
+            raise BuildError(process_memory_message(n, processes, budget, threads))
+        groups[n] = layout["groups"]
+    return groups
+
+
+def _check_slice_scratch(exchange: distributed.Exchange, seeds: int, scratch: str, sharing: int) -> None:
+    """CollectiveError (one line) unless every process's scratch folder has
+    room for the lean slices of layer `seeds` of the `sharing` processes of
+    its machine (plan.lean_slice_scratch_bytes), checked before the layer
+    starts (collective)."""
+    need = sharing * lean_slice_scratch_bytes(seeds, exchange.size)
+    free = disk.free_bytes(scratch)
+    if exchange.sum(int(free < need)):
+        raise CollectiveError(f"layer {seeds} needs {need / 1e9:.1f} GB in the scratch folder {scratch} (lean slices, "
+                              f"{sharing} process{'es' if sharing > 1 else ''} of a machine), which has "
+                              f"{free / 1e9:.1f} GB free on process {exchange.rank}: free some space or give another "
+                              "--scratch")
+
+
+def _slice_working_bytes(seeds: int, processes: int, lean_slices: bool) -> int:
+    """The working state a process holds of its slice of layer `seeds`: the
+    lined layout's 1.52 bytes a position, or the lean slices' codes."""
+    if lean_slices:
+        return (-(-index.layer_size(seeds) // processes) + 1) // 2
+    return -(-working_bytes(seeds) // processes)
+
+
 @_stops_on_signals
 def build_distributed(max_seeds: int, directory: str | None = None, exchange: distributed.Exchange | None = None,
                       threads: int | None = None, memory: int | None = None, checkpoint_dir: str | None = None,
                       checkpoint_interval: float = 0.0,
                       report: Callable[[dict], None] | None = None, progress: Callable | None = None,
-                      outbox: int | None = None, batch: int | None = None, distances: bool = True) -> None:
+                      outbox: int | None = None, batch: int | None = None, distances: bool = True,
+                      scratch: str | None = None, lean_slices: dict[str, int] | None = None) -> None:
     """build() on the processes of `exchange` (solver.distributed; every one
     calls this): each holds its slice of each layer, process 0 writes the
     files, which are the same as build()'s. `memory` is the budget of one
-    process; a layer whose slices do not fit raises before any work on it.
+    process; a layer whose slices do not fit in memory is built with lean
+    slices (solver.distributed_lean, each process's state file in `scratch`,
+    default: SCRATCH_NAME in `directory`) when those fit, else raises before
+    any work on it. With `lean_slices` (tests), every layer is built so,
+    one smaller layer an exit pass, with those LeanSliceSolver options
+    (stack, chunk, block).
     With `checkpoint_dir`, the working state is saved at stage boundaries
     (at most every `checkpoint_interval` seconds) and a rerun with as many
     processes resumes a layer there. report(row), on process 0 only, adds
@@ -801,10 +852,12 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
     exchange = exchange or distributed.world()
     processes, rank = exchange.size, exchange.rank
     directory = directory or tables.default_directory()
-    budget = int(memory or default_budget() // exchange.processes_per_node())
-    threads = threads or max(1, (os.cpu_count() or 1) // exchange.processes_per_node())
+    sharing = exchange.processes_per_node()
+    budget = int(memory or default_budget() // sharing)
+    threads = threads or max(1, (os.cpu_count() or 1) // sharing)
     outbox = distributed.OUTBOX if outbox is None else outbox
     batch = distributed.EXIT_BATCH if batch is None else batch
+    scratch = scratch or os.path.join(directory, SCRATCH_NAME)
     lock = BuildLock(directory)
     decision: dict[str, Any] | None = None
     try:
@@ -816,12 +869,13 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                 lock.__enter__()
                 _remove_leftovers(directory)
                 missing = [n for n in range(max_seeds + 1) if not _existing_layer_ok(directory, n)]
-                too_big = [n for n in missing if process_bytes(n, processes, threads, outbox, batch) > budget]
-                if too_big:
-                    raise BuildError(process_memory_message(too_big[0], processes, budget, threads))
+                lean_groups = _lean_slice_groups(missing, processes, budget, threads, outbox, batch,
+                                                 lean_slices is not None)
+                if lean_groups:
+                    _usable_folder(scratch, "scratch folder")
                 undistanced = [n for n in range(max_seeds + 1) if distances and n not in missing
                                and not _existing_distances_ok(directory, n)]
-                decision = {"missing": missing, "undistanced": undistanced}
+                decision = {"missing": missing, "undistanced": undistanced, "lean": lean_groups}
             except (BuildError, TableWriteError, CorruptTableError, TableMismatchError) as error:
                 decision = {"error": str(error)}
         decision = exchange.broadcast(decision)
@@ -829,6 +883,7 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
             raise CollectiveError(decision["error"])
         missing = decision["missing"]
         undistanced = decision["undistanced"]
+        lean_groups = decision["lean"]
         own = LayerStore(max_seeds) if rank == 0 and distances else None  # process 0's, for the distances
         with layer_state.thread_count(threads):
             slices = distributed.Slices(exchange, distributed.all_bounds(max_seeds, processes))
@@ -840,36 +895,50 @@ def build_distributed(max_seeds: int, directory: str | None = None, exchange: di
                 row = {"seeds": seeds, "positions": index.layer_size(seeds), "built": seeds in missing,
                        "processes": processes, "threads": threads}
                 if seeds in missing:
-                    wanted = layer_state.exit_layers(seeds)
-                    slices.keep_only(set(wanted) | {seeds - 1})
-                    for m in wanted:
-                        if m not in slices.values:
-                            slices.load(directory, m)
-                    solver = distributed.SliceSolver(seeds, exchange, slices, rows, outbox, batch)
                     step = progress and rank == 0 and (lambda step, fraction, n=seeds: progress(n, step, fraction))
-                    stats = solver.solve(checkpoints, step or None)
-                    counts = exchange.sum(tables.histogram(solver.values, seeds))
+                    values: Any  # the slice's values: an array, or its lean state file (SliceFile)
+                    if seeds in lean_groups:
+                        _check_slice_scratch(exchange, seeds, scratch, sharing)
+                        lean_solver = distributed_lean.LeanSliceSolver(seeds, exchange, slices, rows, directory,
+                                                                       scratch, lean_groups[seeds], outbox, batch,
+                                                                       **(lean_slices or {}))
+                        stats = lean_solver.solve(step or None, checkpoints)
+                        values, counts = lean_solver.values(), exchange.sum(lean_solver.histogram)
+                    else:
+                        wanted = layer_state.exit_layers(seeds)
+                        slices.keep_only(set(wanted) | {seeds - 1})
+                        for m in wanted:
+                            if m not in slices.values:
+                                slices.load(directory, m)
+                        solver = distributed.SliceSolver(seeds, exchange, slices, rows, outbox, batch)
+                        stats = solver.solve(checkpoints, step or None)
+                        values, counts = solver.values, exchange.sum(tables.histogram(solver.values, seeds))
                     peak = exchange.maximum(peak_memory_bytes())
                     layer_bytes = exchange.sum(exchange.bytes_sent - sent)
                     exit_bytes = exchange.sum(stats["exit_bytes"])
                     layer_talk = exchange.sum(int(1e6 * (exchange.seconds - talking))) / 1e6 / processes
                     written = time.perf_counter()
                     build_seconds = written - started
+                    bounds = slices.bounds[seeds, : processes + 1]
+                    passes = stats.get("exit_passes", 1)
                     if rank == 0:
-                        source = distributed.GatheredLayer(exchange, solver.values, solver.bounds, seeds)
+                        source = distributed.GatheredLayer(exchange, values, bounds, seeds)
                         tables.write_table(directory, seeds, source, build_seconds=build_seconds, counts=counts,
                                            extra={"threads": threads, "processes": processes, "peak_bytes": peak,
-                                                  "exit_passes": 1, "bytes_exchanged": layer_bytes,
+                                                  "exit_passes": passes, "bytes_exchanged": layer_bytes,
                                                   "communication_seconds": layer_talk})
                     else:
-                        distributed.send_layer(exchange, solver.values, solver.bounds, seeds)
+                        distributed.send_layer(exchange, values, bounds, seeds)
                     checkpoints.clear(seeds)
-                    slices.values[seeds] = solver.values
+                    if seeds in lean_groups:
+                        lean_solver.clear()
+                    else:
+                        slices.values[seeds] = solver.values
                     row.update(exit_seconds=stats["exit_seconds"], stage_seconds=stats["stage_seconds"],
-                               write_seconds=time.perf_counter() - written, exit_passes=1,
+                               write_seconds=time.perf_counter() - written, exit_passes=passes,
                                resumed_at_stage=stats["resumed_at_stage"], exit_bytes_exchanged=exit_bytes,
-                               stage_rounds=stats["stage_rounds"],
-                               working_bytes=-(-working_bytes(seeds) // processes))
+                               stage_rounds=stats["stage_rounds"], lean_slices=seeds in lean_groups,
+                               working_bytes=_slice_working_bytes(seeds, processes, seeds in lean_groups))
                 if own is not None and (seeds in missing or seeds in undistanced):
                     added = add_distances(seeds, directory, own, budget, rows)
                     row.update({k: v for k, v in (added or {}).items() if "distance" in k}, distances=added is not None)

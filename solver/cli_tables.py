@@ -37,7 +37,8 @@ from .errors import AweleError
               metavar="SECONDS", help="At most one checkpoint per this many seconds (also of a layer in the disk "
               "mode, in --scratch).")
 @click.option("--scratch", type=click.Path(file_okay=False), default=None, metavar="DIR",
-              help="Where layers built in the disk mode keep their working files (default: awele-scratch in --dir).")
+              help="Where layers built in the disk mode, the lean stages or lean slices (MPI) keep their working "
+              "files (default: awele-scratch in --dir).")
 @click.option("--leave-out-47", "leave_out_47", is_flag=True,
               help="Do not build layer 47: no game reaches it (the first capture takes two seeds).")
 @click.option("--no-distance", "no_distance", is_flag=True,
@@ -57,9 +58,11 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
     through --scratch, then its stages in memory (docs/DISK.md).
 
     Under MPI (`mpiexec -n P awele build ...`, with the mpi extra) every
-    process holds a slice of each layer, --memory is each process's budget,
-    and process 0 writes the same files (and their distances, computed by
-    process 0 from the files); see docs/CLUSTER.md.
+    process holds a slice of each layer (in lean slices, half a byte a
+    position and a file in --scratch, where the in-memory slices do not
+    fit), --memory is each process's budget, and process 0 writes the
+    same files (and their distances, computed by process 0 from the
+    files); see docs/CLUSTER.md.
 
     Each layer's file also holds its distances to conversion (plies to the
     next capture under play that keeps the value: `awele best` shows them),
@@ -81,13 +84,13 @@ def build(max_seeds: int, directory: str | None, threads: int | None, memory: st
                     (UNREACHABLE_LAYER,) if leave_out_47 else (), checkpoint_interval, checkpoint_dir,
                     distances=not no_distance)
         return
-    if scratch is not None or leave_out_47:
-        raise UserError("--scratch and --leave-out-47 are for a build in one process")
+    if leave_out_47:
+        raise UserError("--leave-out-47 is for a build in one process")
     exchange = distributed.world() if processes > 1 else distributed.Exchange()
     try:
         check_options()
         _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval,
-                           as_json, quiet, distances=not no_distance)
+                           as_json, quiet, distances=not no_distance, scratch=scratch)
     except BaseException as error:
         _distributed_failure(exchange, error)
 
@@ -223,7 +226,7 @@ def _build_here(max_seeds, directory, threads, budget, as_json, quiet, scratch=N
 
 
 def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoint_dir, checkpoint_interval, as_json,
-                       quiet, distances=True):
+                       quiet, distances=True, scratch=None):
     """The build on the processes of `exchange`; only process 0 prints."""
     from . import build as builder
     from . import index
@@ -243,7 +246,7 @@ def _build_distributed(exchange, max_seeds, directory, threads, memory, checkpoi
     builder.build_distributed(max_seeds, directory, exchange, threads=threads, memory=budget,
                               checkpoint_dir=checkpoint_dir, checkpoint_interval=checkpoint_interval,
                               report=_layer_reporter(bars, as_json) if first else None,
-                              progress=progress if first else None, distances=distances)
+                              progress=progress if first else None, distances=distances, scratch=scratch)
     if first and not as_json:
         click.echo(f"done in {time.perf_counter() - started:.1f} s")
 
@@ -307,31 +310,37 @@ def plan(max_seeds: int, memory: str | None, directory: str | None, processes: i
                f"{result['rate_measured_on']}; {result['exchange_bytes_per_position']:.1f} B exchanged a position "
                f"(x (K-1)/K) and overhead x{result['overhead']:.2f} from {result['exchange_measured_on']}")
     click.echo(f"{'seeds':>5} {'positions':>16} {'per process':>12} {'exchanged':>10} {'file':>9} {'time':>10} "
-               f"{'lean state':>11} {'lean time':>10}")
-    total_seconds = total_bytes = lean_seconds = 0
+               f"{'lean state':>11} {'passes':>6} {'scratch':>8} {'lean time':>10}  mode")
+    total_seconds = total_bytes = 0
     for row in result["layers"]:
-        total_seconds += row["seconds"]
+        total_seconds += row["lean_seconds"] if row["mode"] == "lean" else row["seconds"]
         total_bytes += row["file_bytes"]
-        lean_seconds += row["lean_seconds"]
         need = f"{row['process_bytes'] / gib:11.1f}G" if row["fits"] else f"{row['process_bytes'] / gib:6.1f}G(!)"
         lean_need = f"{row['lean_process_bytes'] / gib:.1f}G" + ("" if row["lean_fits"] else "(!)")
+        scratch = f"{row['lean_scratch_bytes'] / gib:.1f}G" if row["lean_fits"] else "-"
         click.echo(f"{row['seeds']:>5} {row['positions']:>16,} {need:>12} {row['bytes_exchanged'] / gib:9.1f}G "
                    f"{row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10} {lean_need:>11} "
-                   f"{_duration(row['lean_seconds']):>10}")
-    too_big = [row["seeds"] for row in result["layers"] if not row["fits"]]
+                   f"{row['lean_exit_passes'] or '-':>6} {scratch:>8} {_duration(row['lean_seconds']):>10}  "
+                   f"{row['mode']}")
+    lean = [row["seeds"] for row in result["layers"] if row["mode"] == "lean"]
+    too_big = [row["seeds"] for row in result["layers"] if row["mode"] == "too big"]
     click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)}, {total_bytes / gib:.1f} GiB on disk"
+               + (f"; layers {lean[0]}..{lean[-1]} in lean slices" if lean else "")
                + (f"; layers {too_big[0]}.. do not fit (!)" if too_big else ""))
+    click.echo("lean slices (the MPI build takes a layer so where its in-memory slices do not fit): half a byte a "
+               "position of each slice resident, its value bytes in a state file of each process's own in the "
+               "scratch folder, the exits a group of the smaller layers' slices a pass (docs/CLUSTER.md)")
     for seeds, least in result["smallest_cluster"].items():
-        click.echo(f"layer {seeds} needs at least " + (f"{least} processes of {each / gib:.1f} GiB" if least
+        click.echo(f"layer {seeds} needs " + (_processes_of(least, each) if least
                    else f"more than {each / gib:.1f} GiB a process, whatever their number"))
-    lean_too_big = [row["seeds"] for row in result["layers"] if not row["lean_fits"]]
-    click.echo("with the lean state (a model: half a byte a position of each slice, the exits streamed from the "
-               "files; the MPI build holds the in-memory state today, docs/OPENING.md): "
-               f"{_duration(lean_seconds)}"
-               + (f"; layers {lean_too_big[0]}.. do not fit (!)" if lean_too_big else ""))
     for seeds, least in result["smallest_lean_cluster"].items():
-        click.echo(f"layer {seeds} in the lean state needs at least " + (
-            f"{least} processes of {each / gib:.1f} GiB" if least else f"more than {each / gib:.1f} GiB a process"))
+        click.echo(f"layer {seeds} in the lean state needs " + (
+            _processes_of(least, each) if least else f"more than {each / gib:.1f} GiB a process"))
+
+
+def _processes_of(count: int, each: int) -> str:
+    """'at least K processes of M GiB' (one process: 'process')."""
+    return f"at least {count} process{'es' if count > 1 else ''} of {each / 2**30:.1f} GiB"
 
 
 def _disk_size(text):

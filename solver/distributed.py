@@ -506,6 +506,64 @@ def _answer(keys, held, first, starts, answers):
             answers[j] = held[at][(keys[j] & mask) - starts[at]]
 
 
+@njit(cache=True)
+def keep_layers(keys: np.ndarray, gains: np.ndarray, owners: np.ndarray, asked: np.ndarray, stride: int,
+                use: np.ndarray) -> int:
+    """Keep, of exit_requests' requests (block b's keys[b * stride :
+    b * stride + asked[b]], with their gains and owners), those whose
+    child's layer is marked in `use`, in their order, asked[b] lowered to
+    match; returns how many are kept (an exit pass over a group of the
+    smaller layers: the lean slices, solver.distributed_lean)."""
+    kept = 0
+    for block in range(asked.shape[0]):
+        at = block * stride
+        for j in range(block * stride, block * stride + asked[block]):
+            if use[keys[j] >> exits.RANK_BITS]:
+                keys[at], gains[at], owners[at] = keys[j], gains[j], owners[j]
+                at += 1
+        asked[block] = at - block * stride
+        kept += asked[block]
+    return kept
+
+
+def exit_rounds(seeds: int, exchange: Exchange, slices: Slices, rows: tuple[np.ndarray, ...], lo: int, hi: int,
+                batch: int, place: Callable[[int, int], tuple[int, np.ndarray, np.ndarray, bool]],
+                done: Callable[[int, int, np.ndarray], None] | None = None, use: np.ndarray | None = None) -> None:
+    """The exits of ranks lo..hi-1 of layer `seeds` (this process's slice),
+    `batch` ranks a round (collective: as many rounds on every process, one
+    all-to-all of requests and one of answers each). place(start, stop)
+    says where ranks start..stop-1 are held: (the rank held at index 0,
+    values, counts, whether in the lined layout), as exit_requests takes
+    them; their captures are asked of their children's owners and the
+    answers raise the pending codes, then done(start, stop, values) if
+    given. With `use`, only captures into the layers it marks are asked."""
+    keys = np.empty(batch * ROW, dtype=np.int64)
+    gains = np.empty(batch * ROW, dtype=np.int8)
+    owners = np.empty(batch * ROW, dtype=np.int64)
+    asked = np.zeros(batch // layer_state.BLOCK, dtype=np.int64)
+    rounds = exchange.maximum((hi - lo + batch - 1) // batch)
+    for round_number in range(rounds):
+        start = lo + round_number * batch
+        stop = min(hi, start + batch)
+        blocks = (max(0, stop - start) + layer_state.BLOCK - 1) // layer_state.BLOCK
+        values = None
+        if start < stop:
+            base, values, counts, lined = place(start, stop)
+            exits.exit_requests(seeds, base, start, stop, values, counts, rows, keys, gains, owners, asked, ORDER,
+                                lined)
+            if use is not None:
+                keep_layers(keys, gains, owners, asked[:blocks], layer_state.BLOCK * ROW, use)
+        wanted, slots, counts = route_requests(keys, asked[:blocks], layer_state.BLOCK * ROW, slices.bounds,
+                                               exchange.size)
+        requests, arrived = exchange.alltoallv(wanted, counts)
+        answers, _ = exchange.alltoallv(slices.answer(requests), arrived)
+        if values is not None:
+            # The answers come back grouped as the requests went: answers[j] is slots[j]'s.
+            exits.raise_exits(values, slots, gains, owners, answers)
+            if done is not None:
+                done(start, stop, values)
+
+
 # Checkpoints -----------------------------------------------------------------------
 
 
@@ -524,7 +582,8 @@ class Checkpoints:
             os.makedirs(directory, exist_ok=True)  # build_distributed checked that it can
         exchange.barrier()
 
-    def _manifest(self, seeds):
+    def manifest_path(self, seeds: int) -> str:
+        """The manifest of layer `seeds`'s checkpoint (process 0's)."""
         assert self.directory is not None, "asked only of a build with checkpoints"
         return os.path.join(self.directory, f"awele-{seeds:02d}.checkpoint.json")
 
@@ -546,7 +605,7 @@ class Checkpoints:
         if self.exchange.rank == 0:
             manifest = {"seeds": seeds, "stage": stage, "processes": self.exchange.size, "order": ORDER_NAME,
                         "layout": LAYOUT_NAME, "bounds": [int(b) for b in bounds], "crc32": crcs}
-            tables.write_file_exclusively(self._manifest(seeds), (json.dumps(manifest).encode(),))
+            tables.write_file_exclusively(self.manifest_path(seeds), (json.dumps(manifest).encode(),))
         self.exchange.barrier()
         for older in range(stage + 1, seeds + 2):
             if os.path.exists(self._state(seeds, older)):
@@ -556,22 +615,27 @@ class Checkpoints:
         if planned == f"{seeds}:{stage}:{self.exchange.rank}":
             os.kill(os.getpid(), signal.SIGKILL)  # fault injection for the tests
 
+    def recorded(self, seeds: int, expected: dict[str, Any]) -> dict[str, Any] | None:
+        """Layer `seeds`'s manifest, read by process 0 and given to every
+        process, when it holds `expected` (the fields a checkpoint must share
+        with this build); else None (collective)."""
+        manifest = None
+        if self.exchange.rank == 0:
+            try:
+                manifest = json.loads(tables.read_file_nofollow(self.manifest_path(seeds), 1 << 20))
+                if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in expected.items()):
+                    manifest = None
+            except (OSError, ValueError):
+                manifest = None
+        return self.exchange.broadcast(manifest)
+
     def resume(self, seeds: int, bounds: np.ndarray, state: np.ndarray) -> int | None:
         """The stage to resume layer `seeds` at, its working state read into
         `state`, or None (collective)."""
         if not self.directory:
             return None
-        manifest = None
-        if self.exchange.rank == 0:
-            try:
-                manifest = json.loads(tables.read_file_nofollow(self._manifest(seeds), 1 << 20))
-                if (manifest.get("seeds") != seeds or manifest.get("processes") != self.exchange.size
-                        or manifest.get("order") != ORDER_NAME or manifest.get("layout") != LAYOUT_NAME
-                        or manifest.get("bounds") != [int(b) for b in bounds]):
-                    manifest = None
-            except (OSError, ValueError):
-                manifest = None
-        manifest = self.exchange.broadcast(manifest)
+        manifest = self.recorded(seeds, {"seeds": seeds, "processes": self.exchange.size, "order": ORDER_NAME,
+                                         "layout": LAYOUT_NAME, "bounds": [int(b) for b in bounds]})
         if manifest is None:
             return None
         stage = int(manifest["stage"])
@@ -591,8 +655,8 @@ class Checkpoints:
         """Forget layer `seeds`'s checkpoint once its file is written (collective)."""
         if not self.directory:
             return
-        if self.exchange.rank == 0 and os.path.exists(self._manifest(seeds)):
-            os.remove(self._manifest(seeds))
+        if self.exchange.rank == 0 and os.path.exists(self.manifest_path(seeds)):
+            os.remove(self.manifest_path(seeds))
         self.exchange.barrier()
         for stage in range(0, seeds + 2):
             if os.path.exists(self._state(seeds, stage)):
@@ -634,25 +698,8 @@ class SliceSolver:
     def exits(self) -> None:
         """Pending codes and child counts of the slice, captures asked of their owners."""
         started = time.perf_counter()
-        exchange = self.exchange
-        keys = np.empty(self.batch * ROW, dtype=np.int64)
-        gains = np.empty(self.batch * ROW, dtype=np.int8)
-        owners = np.empty(self.batch * ROW, dtype=np.int64)
-        asked = np.zeros(self.batch // layer_state.BLOCK, dtype=np.int64)
-        rounds = exchange.maximum((self.hi - self.lo + self.batch - 1) // self.batch)
-        for round_number in range(rounds):
-            start = self.lo + round_number * self.batch
-            stop = min(self.hi, start + self.batch)
-            blocks = (max(0, stop - start) + layer_state.BLOCK - 1) // layer_state.BLOCK
-            if start < stop:
-                exits.exit_requests(self.seeds, self.lo, start, stop, self.state, self.counts, self.rows,
-                                    keys, gains, owners, asked, ORDER)
-            wanted, slots, counts = route_requests(keys, asked[:blocks], layer_state.BLOCK * ROW, self.slices.bounds,
-                                                   exchange.size)
-            requests, arrived = exchange.alltoallv(wanted, counts)
-            answers, _ = exchange.alltoallv(self.slices.answer(requests), arrived)
-            # The answers come back grouped as the requests went: answers[j] is slots[j]'s.
-            exits.raise_exits(self.state, slots, gains, owners, answers)
+        exit_rounds(self.seeds, self.exchange, self.slices, self.rows, self.lo, self.hi, self.batch,
+                    lambda start, stop: (self.lo, self.state, self.counts, True))
         self.exit_seconds = time.perf_counter() - started
 
     def solve(self, checkpoints: Checkpoints | None = None, progress: Callable | None = None) -> dict[str, Any]:
@@ -741,7 +788,7 @@ class GatheredLayer:
     (values[start:stop]), or its chunks deflated by every process at once
     (filtered_chunks, which write_table uses)."""
 
-    def __init__(self, exchange: Exchange, values: np.ndarray, bounds: np.ndarray, seeds: int) -> None:
+    def __init__(self, exchange: Exchange, values: Any, bounds: np.ndarray, seeds: int) -> None:
         self.exchange = exchange
         self.local = values
         self.bounds = bounds
@@ -810,9 +857,10 @@ def _lay_runs(pieces, arrived, counts, length):
     return window
 
 
-def send_layer(exchange: Exchange, values: np.ndarray, bounds: np.ndarray, seeds: int) -> None:
+def send_layer(exchange: Exchange, values: Any, bounds: np.ndarray, seeds: int) -> None:
     """A non-zero process's side of write_table(GatheredLayer): its part of
-    every file slice sent, and the slices it deflates."""
+    every file slice sent, and the slices it deflates. `values`: this
+    process's slice, an array or anything sliced as one (distributed_lean.SliceFile)."""
     slices = (index.layer_size(seeds) + tables.SLICE - 1) // tables.SLICE
     for first in range(0, slices, exchange.size):
         _filter_round(exchange, values, bounds, seeds, first)

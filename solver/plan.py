@@ -19,8 +19,11 @@ import itertools
 import os
 import re
 from collections.abc import Callable
+from typing import Any
 
-from . import distance, distributed, index, layer_state, lean, lean_exits, tables, verify_layer
+import numpy as np
+
+from . import distance, distributed, distributed_lean, index, layer_state, lean, lean_exits, tables, verify_layer
 from .errors import BuildError
 from .layers import BASE_BYTES, available_memory, first_fit
 from .rules import ROW
@@ -130,16 +133,88 @@ def exchange_buffer_bytes(processes: int, threads: int = 1, outbox: int | None =
     return buffers + batch * ROW * ((8 + 1 + 8) + 2 * 8 + 8 + 2)
 
 
+EXACT_SHARES = 4096  # processes up to which slice_share cuts the slices to find the largest
+
+
+def slice_share(seeds: int, processes: int) -> int:
+    """The largest slice of layer `seeds` among `processes` processes
+    (distributed.slice_bounds); past EXACT_SHARES processes, a bound (a cut
+    moves at most BAND_SNAP of a slice to a band's edge, then to a block)."""
+    if processes == 1:
+        return index.layer_size(seeds)
+    if processes > EXACT_SHARES:
+        return int(-(-index.layer_size(seeds) // processes) * (1 + 2 * distributed.BAND_SNAP)) + layer_state.BLOCK
+    return int(np.diff(distributed.slice_bounds(index.layer_size(seeds), processes, seeds)).max())
+
+
+def lean_slice_layout(seeds: int, processes: int, budget: int, outbox: int | None = None,
+                      batch: int | None = None) -> dict | None:
+    """The lean slices' plan of layer `seeds` on `processes` processes of
+    `budget` bytes each (solver.distributed_lean), or None when they cannot
+    build it: each process holds half a byte a position of its slice (the
+    codes) throughout; beside them, the stages hold their buffers
+    (distributed_lean.buffer_bytes) and the exits a group of the smaller
+    layers' slices (first fit, largest first) and their exchange buffers.
+    Returns groups (the smaller layers by exit pass), memory_bytes (the peak
+    of either phase), scratch_bytes (this process's state file and its
+    queue, planned as the lean stages' is: LEAN_QUEUE_BYTES)."""
+    outbox = distributed.OUTBOX if outbox is None else outbox
+    batch = distributed.EXIT_BATCH if batch is None else batch
+    share = slice_share(seeds, processes)
+    codes = ((share + 1) // 2 + 7) // 8 * 8
+    stages = LEAN_BASE_BYTES + codes + distributed_lean.buffer_bytes(share, outbox)
+    # The exits: their requests and answers (exchange_buffer_bytes without outboxes), a batch of values both ways.
+    exits = LEAN_BASE_BYTES + codes + exchange_buffer_bytes(processes, 0, outbox, batch) + 3 * batch
+    shares = {m: slice_share(m, processes) for m in layer_state.exit_layers(seeds)}
+    room = budget - exits
+    if stages > budget or max(shares.values(), default=0) > room:
+        return None
+    groups: list[list[int]] = []
+    held: list[int] = []
+    for m in sorted(shares, key=lambda m: -shares[m]):
+        number = next((k for k, taken in enumerate(held) if taken + shares[m] <= room), len(groups))
+        if number == len(groups):
+            groups.append([])
+            held.append(0)
+        groups[number].append(m)
+        held[number] += shares[m]
+    return {"groups": [sorted(g) for g in groups] or [[]], "memory_bytes": max(stages, exits + max(held, default=0)),
+            "scratch_bytes": lean_slice_scratch_bytes(seeds, processes)}
+
+
+def lean_slice_scratch_bytes(seeds: int, processes: int) -> int:
+    """The scratch a process's lean slice of layer `seeds` takes at most: its
+    state file (a byte a position) and its queue, planned as the lean
+    stages' is (LEAN_QUEUE_BYTES, at least QUEUE_FLOOR)."""
+    share = slice_share(seeds, processes)
+    return share + max((share + 1) // 2, int(share * LEAN_QUEUE_BYTES) + QUEUE_FLOOR)
+
+
 def lean_process_bytes(seeds: int, processes: int, threads: int = 1) -> int:
-    """Memory of one of `processes` processes building layer `seeds` if each
-    held its slice in the lean state (a model: the MPI build holds the
-    in-memory state today, process_bytes): the process, half a byte a
-    position of its slice and the lean stages' buffers, its exchange buffers
-    as process_bytes counts them, and no smaller layer (the exits streamed
-    from the files, solver.lean_exits, in slices of whatever is left)."""
-    share = -(-index.layer_size(seeds) // processes)
-    return (LEAN_BASE_BYTES + (share + 1) // 2 + lean.stage_buffer_bytes(share)
-            + exchange_buffer_bytes(processes, threads))
+    """The least memory of one of `processes` processes building layer
+    `seeds` with lean slices (lean_slice_layout, one smaller layer an exit
+    pass). `threads` does not change it: the lean stages run on one."""
+    outbox, batch = distributed.OUTBOX, distributed.EXIT_BATCH
+    share = slice_share(seeds, processes)
+    codes = ((share + 1) // 2 + 7) // 8 * 8
+    largest = max((slice_share(m, processes) for m in layer_state.exit_layers(seeds)), default=0)
+    return max(LEAN_BASE_BYTES + codes + distributed_lean.buffer_bytes(share, outbox),
+               LEAN_BASE_BYTES + codes + exchange_buffer_bytes(processes, 0, outbox, batch) + 3 * batch + largest)
+
+
+def lean_slice_seconds(seeds: int, processes: int, layout: dict | None, compute: float, exchanged: float,
+                       bandwidth: float) -> float:
+    """The lean slices' time for layer `seeds` (a model): the in-memory
+    slices' compute times LEAN_SLOWDOWN, each exit pass past the first
+    (EXIT_SCAN_SECONDS a position of the slice: its requests made again),
+    the smaller layers' slices read from their files (TABLE_READ_SECONDS),
+    the state file read and written once a stage and an exit pass
+    (DISK_BANDWIDTH), and the exchange as the in-memory slices'."""
+    share = slice_share(seeds, processes)
+    passes = len(layout["groups"]) if layout else 1
+    smaller = sum(slice_share(m, processes) for m in layer_state.exit_layers(seeds))
+    return (compute * LEAN_SLOWDOWN + (passes - 1) * share * EXIT_SCAN_SECONDS + smaller * TABLE_READ_SECONDS
+            + 2 * share * (seeds + 1 + passes) / DISK_BANDWIDTH + exchanged / processes / bandwidth)
 
 
 def largest_layer(budget: int, disk: bool = True) -> int:
@@ -437,10 +512,13 @@ def build_memory_bytes(seeds: int) -> int:
 def process_memory_message(seeds: int, processes: int, budget: int, threads: int = 1) -> str:
     """One line: what each process needs for layer `seeds` against its budget."""
     need = process_bytes(seeds, processes, threads)
-    allowed = max((n for n in range(index.MAX_SEEDS + 1) if process_bytes(n, processes, threads) <= budget),
+    lean_need = lean_process_bytes(seeds, processes)
+    allowed = max((n for n in range(index.MAX_SEEDS + 1) if min(process_bytes(n, processes, threads),
+                                                                lean_process_bytes(n, processes)) <= budget),
                   default=-1)
     reach = f"builds layers up to {allowed}" if allowed >= 0 else "builds no layer"
-    return (f"layer {seeds} needs {need / 2**30:.1f} GiB in each of {processes} processes; the budget of "
+    return (f"layer {seeds} needs {need / 2**30:.1f} GiB in each of {processes} processes "
+            f"({lean_need / 2**30:.1f} GiB with lean slices); the budget of "
             f"{budget / 2**30:.1f} GiB a process {reach} (use more processes, or more memory each)")
 
 
@@ -586,11 +664,15 @@ def cluster_plan(max_seeds: int, processes: int, memory_per_process: int, direct
     being one machine's like this one's (measured_rates) and the overhead the
     distributed build's on the same cores, plus its exchange at `bandwidth`
     bytes a second a process. Bytes exchanged: c (P - 1) / P a position.
+    A layer whose in-memory slices do not fit goes in lean slices (`mode`,
+    lean_slice_layout: the build picks them the same way) when those fit;
+    their memory, exit passes, scratch and time (lean_slice_seconds) are
+    given for every layer.
     """
     directory = directory or tables.default_directory()
     rate, file_bytes, source = measured_rates(directory)
     exchange, overhead, exchange_source = measured_exchange(directory)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for seeds in range(max_seeds + 1):
         size = index.layer_size(seeds)
         need = process_bytes(seeds, processes, threads)
@@ -604,10 +686,15 @@ def cluster_plan(max_seeds: int, processes: int, memory_per_process: int, direct
             "bytes_exchanged": int(exchanged),
             "file_bytes": int(size * file_bytes),
             "seconds": compute + exchanged / processes / bandwidth,
-            "lean_process_bytes": lean_process_bytes(seeds, processes, threads),
-            "lean_fits": lean_process_bytes(seeds, processes, threads) <= memory_per_process,
-            "lean_seconds": compute * LEAN_SLOWDOWN + exchanged / processes / bandwidth,
         })
+        layout = lean_slice_layout(seeds, processes, memory_per_process)
+        rows[-1].update(
+            mode="memory" if need <= memory_per_process else ("lean" if layout else "too big"),
+            lean_process_bytes=layout["memory_bytes"] if layout else lean_process_bytes(seeds, processes, threads),
+            lean_fits=layout is not None,
+            lean_exit_passes=len(layout["groups"]) if layout else None,
+            lean_scratch_bytes=layout["scratch_bytes"] if layout else None,
+            lean_seconds=lean_slice_seconds(seeds, processes, layout, compute, exchanged, bandwidth))
     return {
         "processes": processes,
         "memory_per_process_bytes": memory_per_process,

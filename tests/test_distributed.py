@@ -15,7 +15,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mpi_support import MPIEXEC, mpi_ready
 
-from solver import build, distributed, exits, index, layer_state, plan, retrograde, rules, stages, tables
+from solver import (
+    build,
+    distributed,
+    distributed_lean,
+    exits,
+    index,
+    layer_state,
+    lean,
+    plan,
+    retrograde,
+    rules,
+    stages,
+    tables,
+)
 from solver.errors import BuildError
 
 HASHES = json.load(open(os.path.join(os.path.dirname(__file__), "data", "layer_sha256.json")))["sha256"]
@@ -288,6 +301,168 @@ def test_process_memory_falls_with_more_processes():
     assert plan.process_bytes(30, 1) >= plan.BASE_BYTES + plan.working_bytes(30)
 
 
+# Lean slices ---------------------------------------------------------------------------
+
+
+SMALL_LEAN = {"stack": lean.MIN_STACK, "chunk": 512, "block": 2048}  # the queue file, many chunks and blocks
+
+
+def test_lean_slices_give_the_recorded_tables_through_every_exit_pass(tmp_path):
+    # One process through the lean slices' code: an exit pass a smaller layer
+    # (the later ones raising the state file's pending codes), a stack that
+    # overflows to the queue file, passes of many chunks and blocks.
+    rows = []
+    build.build_distributed(12, str(tmp_path), distributed.Exchange(), threads=1, lean_slices=SMALL_LEAN,
+                            outbox=3000, batch=4096, report=rows.append, distances=False)
+    _check_hashes(str(tmp_path), 12)
+    assert all(row["lean_slices"] for row in rows)
+    assert [row["exit_passes"] for row in rows] == [max(1, len(layer_state.exit_layers(n))) for n in range(13)]
+    assert rows[12]["working_bytes"] == (index.layer_size(12) + 1) // 2
+    assert os.listdir(tmp_path / build.SCRATCH_NAME) == []  # each layer's files removed once its table is written
+
+
+def test_lean_slices_check_their_scratch_before_a_layer_starts(tmp_path, monkeypatch):
+    directory = str(tmp_path)
+    build.build_distributed(8, directory, distributed.Exchange(), threads=1, distances=False)
+    need = plan.lean_slice_scratch_bytes(9, 1)
+    assert need >= index.layer_size(9) + plan.QUEUE_FLOOR
+    monkeypatch.setattr(build.disk, "free_bytes", lambda folder: need - 1)
+    with pytest.raises(BuildError, match=r"layer 9 needs .* GB in the scratch folder .*lean slices.* GB free"):
+        build.build_distributed(9, directory, distributed.Exchange(), threads=1, lean_slices={}, distances=False)
+    assert not os.path.exists(tables.table_path(directory, 9))
+    monkeypatch.setattr(build.disk, "free_bytes", lambda folder: need)
+    build.build_distributed(9, directory, distributed.Exchange(), threads=1, lean_slices={}, distances=False)
+    _check_hashes(directory, 9)
+
+
+def test_lean_slices_resume_at_their_last_checkpoint(tmp_path, monkeypatch):
+    # A stage boundary saves the codes and a copy of the state file; a build
+    # stopped in a later stage resumes there, to the recorded values. One
+    # damaged file of the checkpoint makes the layer start over.
+    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
+    build.build_distributed(9, directory, distributed.Exchange(), threads=1, distances=False)
+
+    def stop(seeds, stage, rank):
+        if (seeds, stage) == (10, 5):
+            raise KeyboardInterrupt("stopped")
+
+    monkeypatch.setattr(distributed_lean, "_kill_point", stop)
+    run = {"threads": 1, "lean_slices": SMALL_LEAN, "checkpoint_dir": checkpoints, "distances": False}
+    with pytest.raises(KeyboardInterrupt):
+        build.build_distributed(10, directory, distributed.Exchange(), **run)
+    names = os.listdir(checkpoints)
+    assert "awele-10.stage-05.process-0-of-1.lean-state" in names and "awele-10.checkpoint.json" in names
+    monkeypatch.undo()
+    rows = []
+    build.build_distributed(10, directory, distributed.Exchange(), report=rows.append, **run)
+    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [5]
+    _check_hashes(directory, 10)
+    assert [name for name in os.listdir(checkpoints) if name != build.LOCK_NAME] == []
+    # A damaged copy of the state file: the layer starts over, to the same values.
+    os.remove(tables.table_path(directory, 10))
+    monkeypatch.setattr(distributed_lean, "_kill_point", stop)
+    with pytest.raises(KeyboardInterrupt):
+        build.build_distributed(10, directory, distributed.Exchange(), **run)
+    monkeypatch.undo()
+    with open(os.path.join(checkpoints, "awele-10.stage-05.process-0-of-1.lean-state"), "r+b") as handle:
+        handle.seek(100)
+        byte = handle.read(1)
+        handle.seek(100)
+        handle.write(bytes([byte[0] ^ 0x40]))
+    rows.clear()
+    build.build_distributed(10, directory, distributed.Exchange(), report=rows.append, **run)
+    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [None]
+    _check_hashes(directory, 10)
+
+
+def test_a_lean_slice_tells_its_own_predecessors_and_sends_the_others():
+    # Layer 12 cut in two: what the first slice resolves tells its own
+    # predecessors at once, and those of the second go to the outbox, as the
+    # in-memory slices send them: (rank << 1) | (child lost).
+    seeds = 12
+    bounds = distributed.slice_bounds(index.layer_size(seeds), 2, seeds)
+    lo, hi = int(bounds[0]), int(bounds[1])
+    rows = index.RowTables(seeds).arrays
+    codes = np.zeros((hi - lo + 1) // 2 + 8, dtype=np.uint8)
+    for local in range(hi - lo):
+        lean.set_code(codes, local, 6)  # six unrefuted children each: nobody resolves but by a lost child
+    won = next(r for r in range(lo, hi) if index.expand(index.unrank(seeds, index.file_rank(seeds, r,
+                                                                                              distributed.ORDER))).legal)
+    lean.set_code(codes, won - lo, lean.LOST)
+    room = distributed_lean.ROOM
+    stack = np.empty(lean.MIN_STACK, dtype=np.int64)
+    words = np.empty(lean.MIN_STACK, dtype=np.uint64), np.empty(lean.MIN_STACK, dtype=np.uint64)
+    batch = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.uint64), np.empty(room, dtype=np.uint64)
+    outbox = np.empty(4 * room, dtype=np.int64)
+    depth, sent = distributed_lean.tell_slice(seeds, lo, hi - lo, codes, np.array([won - lo]), np.zeros(1, np.int64),
+                                              stack, *words, *batch, np.empty(room, dtype=np.bool_), outbox, 0,
+                                              np.zeros(1, np.int64), rows, distributed.ORDER)
+    mover, opponent = index.unrank_fast(seeds, index.file_rank(seeds, won, distributed.ORDER), *rows)
+    parents = np.empty(room, dtype=np.int64)
+    count = layer_state.predecessors(mover, opponent, seeds, 0, 0, codes, codes, False, False, parents, 0, batch[1],
+                                     batch[2], distributed.ORDER)
+    mine = [int(p) for p in parents[:count] if lo <= p < hi]
+    assert all(lean.code_of(codes, p - lo) == lean.WON for p in mine)  # a lost child: each parent won
+    # Each won parent told its own predecessors of a won child: here, or in the outbox.
+    grandparents = []
+    for parent in mine:
+        words = index.unrank_fast(seeds, index.file_rank(seeds, parent, distributed.ORDER), *rows)
+        more = layer_state.predecessors(*words, seeds, 0, 0, codes, codes, False, False, parents, 0, batch[1],
+                                        batch[2], distributed.ORDER)
+        grandparents += [int(p) for p in parents[:more]]
+    parents_again = layer_state.predecessors(mover, opponent, seeds, 0, 0, codes, codes, False, False, parents, 0,
+                                             batch[1], batch[2], distributed.ORDER)
+    elsewhere = [int(p) << 1 | 1 for p in parents[:parents_again] if not lo <= p < hi]
+    elsewhere += [p << 1 for p in grandparents if not lo <= p < hi]
+    assert depth == 0 and sorted(outbox[:sent].tolist()) == sorted(elsewhere)
+    # What another slice sends is told the same way: a won child takes one from the count.
+    quiet = next(r for r in range(hi - lo) if lean.code_of(codes, r) == 6)
+    resolved = np.empty(2, dtype=np.int64)
+    assert distributed_lean.apply_updates(lo, codes, np.array([(lo + quiet) << 1] * 2), resolved) == 0
+    assert lean.code_of(codes, quiet) == 4
+    assert distributed_lean.apply_updates(lo, codes, np.array([(lo + quiet) << 1 | 1]), resolved) == 1
+    assert resolved[0] == quiet and lean.code_of(codes, quiet) == lean.WON
+
+
+def test_a_later_exit_pass_keeps_the_better_pending_exit():
+    old = np.array([layer_state.pending(e) for e in (layer_state.NO_EXIT, 3, -2, 5)], dtype=np.int8)
+    new = np.array([layer_state.pending(e) for e in (2, 1, -1, layer_state.NO_EXIT)], dtype=np.int8)
+    distributed_lean.raise_pending(old, new)
+    assert [int(layer_state.pending_exit(c)) for c in old] == [2, 3, -1, 5]
+
+
+def test_the_build_takes_lean_slices_only_where_the_in_memory_ones_do_not_fit():
+    budget = 600 << 20  # below the in-memory slices' process (BASE_BYTES and its exchange buffers)
+    outbox, batch = distributed.OUTBOX, distributed.EXIT_BATCH
+    assert plan.process_bytes(0, 2, 1) > budget
+    groups = build._lean_slice_groups(list(range(21)), 2, budget, 1, outbox, batch, False)
+    assert sorted(groups) == list(range(21))
+    for n, layout in groups.items():
+        assert sorted(m for g in layout for m in g) == layer_state.exit_layers(n)
+        assert plan.lean_slice_layout(n, 2, budget)["memory_bytes"] <= budget
+    roomy = 64 << 30
+    assert build._lean_slice_groups(list(range(21)), 2, roomy, 1, outbox, batch, False) == {}
+    assert build._lean_slice_groups([1, 3], 2, roomy, 1, outbox, batch, True) == {1: [[]], 3: [[0], [1]]}
+    with pytest.raises(BuildError, match=r"layer 30 needs .* GiB in each of 2 processes \(.* GiB with lean slices\)"):
+        build._lean_slice_groups([30], 2, budget, 1, outbox, batch, False)
+
+
+def test_the_lean_slices_plan_groups_the_smaller_layers_within_the_budget():
+    for seeds, processes, each in ((48, 4, 64 << 30), (44, 4, 64 << 30), (30, 2, 2 << 30), (24, 3, 600 << 20)):
+        layout = plan.lean_slice_layout(seeds, processes, each)
+        assert layout is not None and layout["memory_bytes"] <= each
+        assert sorted(m for g in layout["groups"] for m in g) == layer_state.exit_layers(seeds)
+        share = plan.slice_share(seeds, processes)
+        assert layout["memory_bytes"] >= plan.LEAN_BASE_BYTES + share // 2
+        assert plan.lean_process_bytes(seeds, processes) <= layout["memory_bytes"]
+        # One group more would not have been needed: no two groups fit together.
+        shares = [sum(plan.slice_share(m, processes) for m in g) for g in layout["groups"]]
+        room = each - (layout["memory_bytes"] - max(shares)) if len(shares) > 1 else None
+        assert room is None or min(a + b for i, a in enumerate(shares) for b in shares[i + 1:]) > room - (1 << 30)
+    assert plan.slice_share(20, 3) == max(np.diff(distributed.slice_bounds(index.layer_size(20), 3, 20)))
+    assert plan.lean_slice_layout(48, 3, 64 << 30) is None  # its codes and layer 46's slice do not fit
+
+
 # Checkpoints -------------------------------------------------------------------------
 
 
@@ -334,6 +509,80 @@ def test_mpi_builds_the_same_tables_as_one_process(tmp_path, table_dir, processe
     per_position, _, source = plan.measured_exchange(directory)
     assert source.endswith(f"({processes} processes)")
     assert per_position == pytest.approx(solving / index.layer_size(14) * processes / (processes - 1))
+
+
+@pytest.mark.mpi
+@mpi_required
+@pytest.mark.parametrize("processes", [2, 3])
+def test_mpi_with_lean_slices_builds_the_same_tables_as_one_process(tmp_path, table_dir, processes):
+    # A budget below what the in-memory slices need: every layer in lean slices.
+    directory = str(tmp_path)
+    result = _mpiexec(processes, sys.executable, "-m", "solver", "build", "--max-seeds", "14", "--dir", directory,
+                      "--threads", "1", "--memory", "600M", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["seeds"] for r in rows] == list(range(15)) and all(r["lean_slices"] for r in rows)
+    assert rows[-1]["bytes_exchanged"] > 0 and rows[-1]["stage_rounds"] > 0
+    _check_hashes(directory, 14)
+    _check_distances(directory, table_dir, 12)
+    assert os.listdir(os.path.join(directory, build.SCRATCH_NAME)) == []
+
+
+@pytest.mark.mpi
+@mpi_required
+def test_mpi_lean_slices_with_small_buffers_and_a_pass_a_layer_still_agree(tmp_path):
+    result = _mpiexec(3, sys.executable, os.path.join(HERE, "mpi_build.py"), str(tmp_path), "13", "3000", "2048",
+                      json.dumps(SMALL_LEAN))
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert all(r["lean_slices"] for r in rows) and rows[13]["exit_passes"] == len(layer_state.exit_layers(13))
+    _check_hashes(str(tmp_path), 13)
+
+
+@pytest.mark.mpi
+@mpi_required
+def test_mpi_a_killed_lean_slice_build_starts_the_layer_over(tmp_path):
+    # No checkpoint of a lean slice: the rerun builds the layer again, the
+    # files a killed run left (and those of another process count) removed,
+    # a link planted at one of their names removed, never written through.
+    directory = str(tmp_path / "tables")
+    scratch = os.path.join(directory, build.SCRATCH_NAME)
+    args = [sys.executable, "-m", "solver", "build", "--max-seeds", "13", "--dir", directory, "--threads", "1",
+            "--memory", "600M", "--no-distance", "--quiet"]
+    killed = _mpiexec(2, *args, env={distributed.KILL_VARIABLE: "13:7:1"}, timeout=300)
+    assert killed.returncode != 0
+    assert not os.path.exists(tables.table_path(directory, 13)) and os.path.exists(tables.table_path(directory, 12))
+    assert "awele-13.slice-1-of-2.lean-state" in os.listdir(scratch)
+    target = tmp_path / "target"
+    target.write_bytes(b"kept")
+    planted = os.path.join(scratch, "awele-13.slice-0-of-2.lean-state")
+    if os.path.lexists(planted):
+        os.remove(planted)
+    os.symlink(target, planted)
+    (tmp_path / "tables" / build.SCRATCH_NAME / "awele-13.slice-2-of-3.lean-queue").write_bytes(b"old")
+    rerun = _mpiexec(2, *args[:-1], "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    rows = [json.loads(line) for line in rerun.stdout.splitlines()]
+    assert [r["seeds"] for r in rows if r["built"]] == [13] and rows[-1]["lean_slices"]
+    _check_hashes(directory, 13)
+    assert os.listdir(scratch) == [] and target.read_bytes() == b"kept"
+
+
+@pytest.mark.mpi
+@mpi_required
+def test_mpi_a_killed_lean_slice_build_resumes_at_its_checkpoint(tmp_path):
+    directory, checkpoints = str(tmp_path / "tables"), str(tmp_path / "checkpoints")
+    args = [sys.executable, "-m", "solver", "build", "--max-seeds", "13", "--dir", directory, "--threads", "1",
+            "--memory", "600M", "--no-distance", "--checkpoint-dir", checkpoints, "--checkpoint-interval", "0"]
+    killed = _mpiexec(3, *args, "--quiet", env={distributed.KILL_VARIABLE: "13:7:2"}, timeout=300)
+    assert killed.returncode != 0
+    assert not os.path.exists(tables.table_path(directory, 13))
+    rerun = _mpiexec(3, *args, "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    rows = [json.loads(line) for line in rerun.stdout.splitlines()]
+    assert [r["resumed_at_stage"] for r in rows if r["built"]] == [7] and rows[-1]["lean_slices"]
+    _check_hashes(directory, 13)
+    assert [name for name in os.listdir(checkpoints) if name != build.LOCK_NAME] == []
 
 
 @pytest.mark.mpi

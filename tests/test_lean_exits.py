@@ -212,8 +212,8 @@ def test_the_cluster_plan_models_the_lean_state_beside_the_in_memory_one(tmp_pat
     result = plan.cluster_plan(48, 4, 64 * GIB, str(tmp_path), threads=16)
     row = result["layers"][48]
     assert not row["fits"] and row["lean_fits"]  # 1.5 bytes a position and the smaller layers, against half a byte
-    share = -(-index.layer_size(48) // 4)
-    assert share // 2 < row["lean_process_bytes"] < share // 2 + plan.LEAN_BASE_BYTES + (1 << 30)
+    share = plan.slice_share(48, 4)  # the codes, beside a group of the smaller layers' slices in the exits
+    assert share // 2 + plan.slice_share(46, 4) < row["lean_process_bytes"] <= 64 * GIB
     assert row["lean_seconds"] > row["seconds"]
     assert result["smallest_lean_cluster"]["48"] <= 4 < result["smallest_cluster"]["48"]
     least = result["smallest_lean_cluster"]["48"]
