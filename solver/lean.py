@@ -273,7 +273,9 @@ class LeanLayer:
     `read(m, start, stop)` gives ranks start..stop-1 of smaller layer m,
     checked. `groups` is then the one group of every smaller layer: the
     state and counts files are those of one resident exit pass over them,
-    recorded as one step (a kill in the streamed exits starts them over)."""
+    made in steps the journal's `streamed` field records (a slice asked, a
+    smaller layer's answers to it, a slice done: lean_exits.StreamedExits),
+    and a kill in them goes on from the last."""
 
     def __init__(self, seeds: int, scratch: str, store: LayerStore, rows: tuple[np.ndarray, ...],
                  groups: list[list[int]], load: Callable[[int], None], stack: int | None = None,
@@ -310,7 +312,7 @@ class LeanLayer:
 
     def _fresh(self) -> dict[str, Any]:
         return {"seeds": self.seeds, "groups": self.groups, "block": self.block, "exits_done": -1, "stage": None,
-                "sum": 0, "pass": None, "counts": None, "exit_seconds": 0.0, "exit_lookups": 0}
+                "sum": 0, "pass": None, "counts": None, "exit_seconds": 0.0, "exit_lookups": 0, "streamed": None}
 
     def _blocks(self) -> int:
         return max(1, -(-self.size // self.block))
@@ -321,10 +323,21 @@ class LeanLayer:
         in its range, every file it names under the exact name the build
         gives it."""
         fresh = self._fresh()
-        check_keys(journal, set(fresh))
+        check_keys(journal, set(fresh) - {"streamed"}, ("streamed",))  # absent: an older journal, none in progress
         for key in ("seeds", "groups", "block"):
             if not same(journal[key], fresh[key]):
                 raise ScratchError(f"it was made for another layout ({key})")
+        progress = journal.get("streamed")
+        if progress is not None:  # streamed exits in progress: their own record, nothing else yet
+            if self.streamed is None:
+                raise ScratchError("it was made for another layout (streamed exits)")
+            lean_exits.check_progress(progress, self.seeds, self.streamed)
+            if (journal["exits_done"], journal["stage"], journal["counts"], journal["pass"]) != (-1, None, None, None):
+                raise ScratchError("it records streamed exits in progress beside later steps")
+            check_int(journal["sum"], 0, SUM_MAX, "sum")
+            check_seconds(journal["exit_seconds"], "exit_seconds")
+            check_int(journal["exit_lookups"], 0, COUNT_MAX, "exit_lookups")
+            return
         groups = len(self.groups)
         done = check_int(journal["exits_done"], 0, groups - 1, "exits_done")
         stage = journal["stage"]
@@ -350,6 +363,9 @@ class LeanLayer:
 
     def _named(self, journal: dict[str, Any]) -> list[str]:
         """The files a (checked) journal names."""
+        progress = journal.get("streamed")
+        if progress is not None:
+            return [state_name(self.seeds), counts_name(self.seeds), *lean_exits.progress_files(self.seeds, progress)]
         return [state_name(self.seeds)] + ([journal["counts"][0]] if journal["counts"] is not None else [])
 
     def resume(self) -> dict[str, Any]:
@@ -515,33 +531,52 @@ class LeanLayer:
 
     def _streamed_exits(self) -> None:
         """The exits streamed (solver.lean_exits), a slice of the layer at a
-        time: the state file and the counts file written in order, as the
-        first resident pass over every smaller layer writes them, then
-        recorded as that pass done."""
+        time in the steps the journal's `streamed` field records
+        (lean_exits.StreamedExits): the state file and the counts file
+        written as the first resident pass over every smaller layer writes
+        them, then recorded as that pass done. A kill goes on from the last
+        step: a slice asked, a smaller layer's answers, a slice done."""
         journal, seeds = self.journal, self.seeds
         assert journal is not None and self.streamed is not None and self.read_window is not None, "resume() first"
-        tick = time.perf_counter()
-        step = self.streamed["slice"]
-        found = {"lookups": 0, "slices": 0}
+        recorded = journal.get("streamed") is not None
+        if not recorded:
+            journal["streamed"] = lean_exits.fresh_progress(self.streamed)
+        tick = [time.perf_counter()]
 
-        def fill(counts: np.ndarray, lo: int, values: np.ndarray) -> None:
-            assert self.streamed is not None and self.read_window is not None
-            answered = lean_exits.slice_exits(seeds, lo, values, counts, self.rows, self.scratch, self.read_window,
-                                              self.streamed["window"],
-                                              batch=self.streamed.get("batch", lean_exits.BATCH))
-            found["lookups"] += answered["lookups"]
-            found["slices"] += 1
-            self.read += answered["read"]
-            self.written += answered["written"]
-            self.exit_stats["peak"] = max(self.exit_stats["peak"], answered["peak"])
+        def commit(lookups: int) -> None:
+            now = time.perf_counter()
+            journal.update(exit_seconds=journal["exit_seconds"] + now - tick[0],
+                           exit_lookups=journal["exit_lookups"] + lookups)
+            tick[0] = now
+            self._commit()
 
-        counts_sum = self._write_state_and_counts(step, fill)
-        lookups = found["lookups"]
-        self.exit_stats["slices"] = found["slices"]
-        journal.update(counts=[counts_name(seeds), counts_sum], exits_done=0, sum=self.state_sum,
-                       exit_seconds=journal["exit_seconds"] + time.perf_counter() - tick,
-                       exit_lookups=journal["exit_lookups"] + lookups)
-        self._commit()
+        opened: list[tuple[int, str]] = []
+        try:
+            for name in (state_name(seeds), counts_name(seeds)):
+                opened.append((self._open_exits(self._path(name), recorded), self._path(name)))
+            run = lean_exits.StreamedExits(seeds, self.rows, self.scratch, self.read_window, self.streamed,
+                                           journal["streamed"], commit, (opened[0], opened[1]))
+            try:
+                self.state_sum, counts_sum = run.run()
+            finally:
+                self.read += run.read
+                self.written += run.written
+                self.exit_stats.update(slices=-(-self.size // self.streamed["slice"]), peak=run.peak)
+        finally:
+            for descriptor, _ in opened:
+                os.close(descriptor)
+        journal.update(counts=[counts_name(seeds), counts_sum], exits_done=0, sum=self.state_sum, streamed=None)
+        commit(0)
+
+    def _open_exits(self, path: str, recorded: bool) -> int:
+        """A file the streamed exits write in place: created (exclusively,
+        never through a link), or opened as a journal left it (`recorded`)."""
+        if not recorded:
+            return create_exclusive(path, self.scratch, self.seeds)
+        try:
+            return os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as error:
+            raise ScratchError(f"cannot read {path}: {error.strerror}") from None
 
     def _raise_exits(self, use: np.ndarray, lookups: list[int], first: bool, counts: np.ndarray, lo: int,
                      piece: np.ndarray) -> None:

@@ -98,6 +98,14 @@ def write_all(descriptor: int, data: np.ndarray, offset: int | None = None) -> i
     return piece_sum(view, 0)
 
 
+def write_at(descriptor: int, data: np.ndarray, offset: int) -> None:
+    """Write all of `data` at byte `offset` of the file (OSError as os.pwrite raises it; the tests make it fail)."""
+    view = memoryview(np.ascontiguousarray(data).view(np.uint8))  # type: ignore[arg-type]  # a buffer
+    done = 0
+    while done < len(view):
+        done += os.pwrite(descriptor, view[done:], offset + done)
+
+
 class StreamReader:
     """A scratch file read in order, a piece at a time; its size checked when
     opened and its checksum once read to the end (finish), as disk.read_lines

@@ -282,11 +282,8 @@ def unkilled(tmp_path_factory):
     return float(seconds), int(steps)
 
 
-def test_a_lean_layer_killed_after_any_step_resumes_with_the_same_values(reference, tmp_path, unkilled):
-    _, steps = unkilled
-    assert steps > 40  # exits in place, stages begun, blocks in flight: many kinds of step
-    rng = np.random.default_rng(50)
-    for kill in sorted({1, 11, 12, steps - 1, *rng.integers(2, steps, 4).tolist()}):
+def _killed_after_steps(reference, tmp_path, kills):
+    for kill in kills:
         scratch = tmp_path / f"kill-{kill}"
         scratch.mkdir()
         child = _child(scratch, kill)
@@ -297,10 +294,25 @@ def test_a_lean_layer_killed_after_any_step_resumes_with_the_same_values(referen
         assert _digest(values) == HASHES[RESUMED], f"killed after step {kill}"
 
 
-def test_a_lean_layer_killed_at_random_moments_resumes_with_the_same_values(reference, tmp_path, unkilled):
+def test_a_lean_layer_killed_after_a_few_steps_resumes_with_the_same_values(reference, tmp_path, unkilled):
+    # By default one kill of each kind of step (the first exit pass, the last, the stages begun, a block in flight
+    # late in the stages: each kill a process of its own, 5-25 s under load); more in the slow run below.
+    _, steps = unkilled
+    assert steps > 40  # exits in place, stages begun, blocks in flight: many kinds of step
+    _killed_after_steps(reference, tmp_path, [1, 11, 12, steps - 1])
+
+
+@pytest.mark.slow
+def test_a_lean_layer_killed_after_any_step_resumes_with_the_same_values(reference, tmp_path, unkilled):
+    _, steps = unkilled
+    rng = np.random.default_rng(50)
+    _killed_after_steps(reference, tmp_path, sorted({2, 10, *rng.integers(2, steps, 8).tolist()}))
+
+
+def _killed_at_moments(reference, tmp_path, unkilled, attempts, seed):
     seconds, _ = unkilled
-    rng = np.random.default_rng(5050)
-    for attempt in range(4):
+    rng = np.random.default_rng(seed)
+    for attempt in range(attempts):
         scratch = tmp_path / f"moment-{attempt}"
         scratch.mkdir()
         child = _child(scratch)
@@ -310,6 +322,15 @@ def test_a_lean_layer_killed_at_random_moments_resumes_with_the_same_values(refe
         child.communicate(timeout=600)
         values, _, _ = _resumed(reference, scratch)
         assert _digest(values) == HASHES[RESUMED], f"attempt {attempt}"
+
+
+def test_a_lean_layer_killed_at_random_moments_resumes_with_the_same_values(reference, tmp_path, unkilled):
+    _killed_at_moments(reference, tmp_path, unkilled, 2, 5050)  # more in the slow run below
+
+
+@pytest.mark.slow
+def test_a_lean_layer_killed_at_more_random_moments_resumes_with_the_same_values(reference, tmp_path, unkilled):
+    _killed_at_moments(reference, tmp_path, unkilled, 6, 505)
 
 
 @pytest.fixture(scope="module")
