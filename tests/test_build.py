@@ -139,6 +139,7 @@ def test_cli_verify_takes_a_budget_and_refuses_one_too_small(built16):
     assert small.exit_code == 2 and small.output.count("\n") == 1 and "verifying layer 15 needs" in small.output
 
 
+@pytest.mark.slow  # 0..15 from nothing (10-30 s): CI's slow line (.ci/run); every grouping of one layer is below
 def test_a_tight_budget_splits_the_exits_into_passes_and_gives_the_same_tables(tmp_path):
     budget = plan.least_bytes(15) + index.layer_size(11)
     groups = plan.exit_groups(15, budget)

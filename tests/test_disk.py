@@ -513,6 +513,7 @@ def test_sliced_stages_with_their_journal_edited_still_write_the_right_layer(tab
     assert len(said) <= 1, said
 
 
+@pytest.mark.slow  # 20-50 s: CI's slow line (.ci/run)
 def test_an_updates_file_with_a_byte_flipped_starts_the_layer_over_not_a_crash(table_dir, tmp_path, capfd):
     directory = _copy_layers(table_dir, tmp_path / "db", range(13))
     scratch = _sliced_killed(directory)
@@ -549,6 +550,7 @@ def test_a_scratch_folder_in_use_is_refused_naming_it_and_its_process(table_dir,
     assert _digest(tables.load_values(directory, 13)) == HASHES[13]
 
 
+@pytest.mark.slow  # 15-40 s: CI's slow line (.ci/run)
 def test_a_second_build_with_another_dir_and_the_same_default_scratch_is_refused(table_dir, tmp_path):
     """One build with --dir D1, another with --dir D2 --scratch D1/awele-scratch: they share the scratch folder."""
     first = _copy_layers(table_dir, tmp_path / "d1", range(13))

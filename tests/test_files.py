@@ -112,9 +112,21 @@ def _damage(path, name, value):
         handle.attrs[name] = value
 
 
-@pytest.mark.parametrize("name", ["processes", "bytes_exchanged", "build_seconds"])
-@pytest.mark.parametrize("value", [np.bytes_(b"two"), np.float64("nan"), np.float64("inf"), -3, True,
-                                   np.arange(2)], ids=["text", "nan", "inf", "negative", "boolean", "array"])
+RECORD_FIELDS = ["processes", "bytes_exchanged", "build_seconds"]
+DAMAGES = {"text": np.bytes_(b"two"), "nan": np.float64("nan"), "inf": np.float64("inf"), "negative": -3,
+           "boolean": True, "array": np.arange(2)}
+
+
+def _damages():
+    """Every damage of every field; the default run takes each damage once (its field in turn), CI's slow
+    line (.ci/run) the other twelve."""
+    for i, (kind, value) in enumerate(DAMAGES.items()):
+        for j, name in enumerate(RECORD_FIELDS):
+            marks = () if j == i % len(RECORD_FIELDS) else pytest.mark.slow
+            yield pytest.param(name, value, id=f"{kind}-{name}", marks=marks)
+
+
+@pytest.mark.parametrize("name, value", _damages())
 def test_a_damaged_build_record_names_the_layer_in_plan_and_info(built, tmp_path, name, value):
     folder = _copy(built, str(tmp_path / "tables"))
     path = tables.table_path(folder, TOP)
@@ -222,7 +234,9 @@ def _temporaries(folder):
     return sorted(name for name in os.listdir(folder) if tables.TEMPORARY_SUFFIX + "-" in name)
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+# SIGINT in the default run, the other two on CI's slow line (.ci/run): the same path, another signal.
+@pytest.mark.parametrize("stop", [pytest.param(signal.SIGTERM, marks=pytest.mark.slow),
+                                  pytest.param(signal.SIGHUP, marks=pytest.mark.slow), signal.SIGINT])
 def test_a_build_stopped_by_a_signal_while_it_writes_a_layer_leaves_nothing_behind(built, tmp_path, stop):
     folder = _copy(built, str(tmp_path / "tables"))
     status, stderr = _build_until_a_layer_is_written(folder, stop)

@@ -193,15 +193,26 @@ def test_the_searcher_searches_a_root_its_tables_hold(tablebase, searchers):
     assert result.move in tablebase.best_moves(position)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seeds=st.integers(7, 12), rng_seed=st.integers(0, 10**6))
-def test_split_search_one_layer_above_the_tables_is_exact(tablebase, searchers, seeds, rng_seed):
+def _one_layer_above(tablebase, searchers, seeds, rng_seed):
     position = random_position(seeds, random.Random(rng_seed))
     if position.is_over():
         return
     result = searchers(seeds - 1).search(position, cycles="split")
     assert result.exact and result.value == tablebase.value(position)
     assert result.move in tablebase.best_moves(position)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(7, 12), rng_seed=st.integers(0, 10**6))
+def test_split_search_one_layer_above_the_tables_is_exact(tablebase, searchers, seeds, rng_seed):
+    _one_layer_above(tablebase, searchers, seeds, rng_seed)
+
+
+@pytest.mark.slow  # the same on 40 positions: CI's slow line (.ci/run)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(7, 12), rng_seed=st.integers(0, 10**6))
+def test_split_search_one_layer_above_the_tables_is_exact_on_more_positions(tablebase, searchers, seeds, rng_seed):
+    _one_layer_above(tablebase, searchers, seeds, rng_seed)
 
 
 def test_deep_positions_give_estimates_within_the_limits(table_dir):
@@ -431,9 +442,7 @@ def test_a_torn_transposition_entry_reads_as_empty():
 _THREADED = {}
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seeds=st.integers(7, 12), rng_seed=st.integers(0, 10**6))
-def test_two_threads_give_the_exact_values_of_one_and_of_the_tables(table_dir, tablebase, seeds, rng_seed):
+def _two_threads(table_dir, tablebase, seeds, rng_seed):
     position = random_position(seeds, random.Random(rng_seed))
     if position.is_over():
         return
@@ -453,6 +462,19 @@ def test_two_threads_give_the_exact_values_of_one_and_of_the_tables(table_dir, t
     assert split[1] == split[2] == tablebase.value(position)
     if len(own) == 2:
         assert own[1] == own[2]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(7, 12), rng_seed=st.integers(0, 10**6))
+def test_two_threads_give_the_exact_values_of_one_and_of_the_tables(table_dir, tablebase, seeds, rng_seed):
+    _two_threads(table_dir, tablebase, seeds, rng_seed)
+
+
+@pytest.mark.slow  # the same on 20 positions: CI's slow line (.ci/run)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seeds=st.integers(7, 12), rng_seed=st.integers(0, 10**6))
+def test_two_threads_give_the_exact_values_on_more_positions(table_dir, tablebase, seeds, rng_seed):
+    _two_threads(table_dir, tablebase, seeds, rng_seed)
 
 
 def test_stop_ends_a_search_without_limits_from_another_thread(table_dir):
