@@ -73,7 +73,7 @@ from . import distributed, index, layer_state, lean, lean_kernels, tables
 from .disk import own_files, remove_own
 from .errors import ScratchError
 from .intrinsics import prefetch
-from .lean_files import RankQueue, create_exclusive, pread_into, write_error
+from .lean_files import RankQueue, create_exclusive, pread_into, read_window, write_error
 from .lean_kernels import LOST, WON, code_of, set_code, told, unresolved
 
 STACK = 1 << 16  # resolved positions a process holds to tell of (24 bytes each); more wait in the queue file
@@ -535,13 +535,4 @@ class SliceFile:
 
     def __getitem__(self, window: slice) -> np.ndarray:
         start, stop, _ = window.indices(self.shape[0])
-        out = np.empty(max(0, stop - start), dtype=np.int8)
-        try:
-            descriptor = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as error:
-            raise ScratchError(f"cannot read {self.path}: {error.strerror}") from None
-        try:
-            pread_into(descriptor, out, start, self.path)
-        finally:
-            os.close(descriptor)
-        return out
+        return read_window(self.path, start, stop)

@@ -107,6 +107,7 @@ from .lean_files import (
     piece_sum,
     pread_into,
     queue_name,
+    read_window,
     remove_layer_files,
     state_name,
     write_error,
@@ -858,16 +859,8 @@ class _StateValues:
 
     def __getitem__(self, window: slice) -> np.ndarray:
         start, stop, _ = window.indices(self.shape[0])
-        out = np.empty(max(0, stop - start), dtype=np.int8)
-        try:
-            descriptor = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as error:
-            raise ScratchError(f"cannot read {self.path}: {error.strerror}") from None
-        try:
-            pread_into(descriptor, out, start, self.path)
-            view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
-        finally:
-            os.close(descriptor)
+        out = read_window(self.path, start, stop)
+        view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
         if start == self.next and stop > start and start % 8 == 0:
             self.found = (self.found + piece_sum(view, start)) & 0xFFFFFFFFFFFFFFFF
             self.next = stop

@@ -250,6 +250,20 @@ def remove_layer_files(scratch: str, seeds: int) -> list[str]:
     return names
 
 
+def read_window(path: str, start: int, stop: int) -> np.ndarray:
+    """Bytes start..stop of the file `path` as int8 (never through a link; ScratchError if it cannot)."""
+    out = np.empty(max(0, stop - start), dtype=np.int8)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as error:
+        raise ScratchError(f"cannot read {path}: {error.strerror}") from None
+    try:
+        pread_into(descriptor, out, start, path)
+    finally:
+        os.close(descriptor)
+    return out
+
+
 def pread_into(descriptor: int, out: np.ndarray, offset: int, path: str) -> None:
     """Fill `out` with the bytes of `path` (open as `descriptor`) from `offset` (ScratchError if it cannot)."""
     view = memoryview(out.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
