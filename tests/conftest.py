@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -39,24 +41,73 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _built_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
-    """The folder `name`, filled by make(folder) once for the whole run: in the run's common
-    temporary folder when pytest-xdist's workers share it (the first builds, the others wait
-    on the lock), else in this process's own."""
-    if os.environ.get("PYTEST_XDIST_WORKER") is None or fcntl is None:
-        folder = tmp_path_factory.mktemp(name)
-        make(folder)
-        return folder
-    common = tmp_path_factory.getbasetemp().parent
+def built_shared(common: Path, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder common/name, filled by make(folder) once: the first process to ask builds
+    it, the others wait on the lock and read it."""
     folder, done = common / name, common / f"{name}.done"
     with _locked(common / f"{name}.lock"):
         if not done.exists():
-            if folder.exists():  # a worker's build that failed half way
+            if folder.exists():  # a build that failed half way
                 shutil.rmtree(folder)
             folder.mkdir()
             make(folder)
             done.touch()
     return folder
+
+
+def _built_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder `name`, filled by make(folder) once for the whole run: in the run's common
+    temporary folder when pytest-xdist's workers share it, else in this process's own."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None or fcntl is None:
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    return built_shared(tmp_path_factory.getbasetemp().parent, name, make)
+
+
+# Before xdist starts its workers: two processes at once, one building the shared tables (the
+# builder's kernels compiled on the way), the other compiling the search's kernels on a folder
+# with no table (the same kernels: numba's cache serves them to every later process). Without
+# it both workers compiled the same kernels as they first met them, one waiting on the tables'
+# lock meanwhile; compiling was 330 s of a fresh clone's 850 s of CPU.
+WARM_TABLES = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from conftest import TEST_LAYERS, built_shared
+from solver import build
+built_shared(Path({common!r}), "tables", lambda folder: build.build(TEST_LAYERS, str(folder)))
+"""
+WARM_SEARCH = """
+from solver import evaluation, fitting
+from solver.position import Position
+from solver.search import Searcher
+searcher = Searcher({empty!r}, max_table_seeds=0, hash_mb=1)
+searcher.search(Position.initial(), depth=4)
+searcher.wait_for_tables()
+searcher.close()
+evaluation.board_features(fitting.game_positions(2))
+"""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """On xdist's controller of two workers or more, warm numba's cache before they start (above);
+    a warm-up that fails costs only its time: the workers compile what it did not."""
+    config = session.config
+    workers = getattr(config.option, "numprocesses", None) or 0
+    if (os.environ.get("PYTEST_XDIST_WORKER") is not None or fcntl is None or not isinstance(workers, int)
+            or workers < 2 or config.option.collectonly):
+        return
+    common = config._tmp_path_factory.getbasetemp()  # the workers' basetemps are folders in it
+    empty = common / "no-tables"
+    empty.mkdir(exist_ok=True)
+    tests = str(Path(__file__).parent)
+    codes = (WARM_TABLES.format(tests=tests, common=str(common)), WARM_SEARCH.format(empty=str(empty)))
+    warming = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for code in codes]
+    for process in warming:
+        process.wait()
 
 
 @pytest.fixture(scope="session")
