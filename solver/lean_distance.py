@@ -85,7 +85,6 @@ from .distance import (
     CARRIED_CHUNK,
     DISTANCE_CAP,
     FRONTIER_CHUNK,
-    NO_DISTANCE,
     SERIAL_CARRIED,
     SERIAL_FRONTIER,
     SLICE_ALIGN,
@@ -189,7 +188,7 @@ def _mark(values: np.ndarray, lo: int, k: int, distance: np.ndarray, flags_even:
 @njit(cache=True, inline="always")
 def _plus_code(byte):
     """Whether a byte is that of a position worth +k of the class being done, before its frontiers."""
-    return byte == PLUS_OPEN or byte == FRONT_PLUS or byte == FRONT_PLUS + 1
+    return byte == PLUS_OPEN or FRONT_PLUS <= byte <= FRONT_PLUS + 1
 
 
 @hot_kernel
@@ -648,5 +647,15 @@ class FileValues:
         return self.read(lo, max(lo, hi))
 
 
-__all__ = ["FileValues", "OPEN", "VALUE_SLICE", "file_distances", "lean_distances", "plan", "solve_classes", "start",
-           "value_classes", "working_bytes"]
+__all__ = [
+    "OPEN",
+    "VALUE_SLICE",
+    "FileValues",
+    "file_distances",
+    "lean_distances",
+    "plan",
+    "solve_classes",
+    "start",
+    "value_classes",
+    "working_bytes",
+]
