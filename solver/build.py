@@ -463,7 +463,8 @@ def _add_lean_distances(seeds, directory, store, budget, rows):
     found = lean_distance.lean_distances(
         seeds, store, read, tables.load_slice(directory, seeds, 0, 0)[1], *layout, rows,
         load=lambda m: _load(directory, store, m),
-        make_room=lambda keep, need, working: _make_room(store, keep, need, budget, working))
+        make_room=lambda keep, need, working: _make_room(store, keep, need, budget, working),
+        after_start=lambda: [store.drop(m) for m in store.layers()])
     started = time.perf_counter()
     tables.add_distances(directory, seeds, lean_distance.FileValues(read, index.layer_size(seeds)),
                          *lean_distance.file_distances(found, read),

@@ -97,7 +97,7 @@ from .distance import (
     start_pass,
 )
 from .errors import BuildError
-from .intrinsics import atomic_add, atomic_sub, compare_and_swap
+from .intrinsics import atomic_add, atomic_sub, compare_and_swap, prefetch
 from .layer_state import (
     BATCH,
     BLOCK,
@@ -122,6 +122,7 @@ MINUS_COUNTED = MINUS_MARK
 FRONT_PLUS = 249  # class k: +k settled at a frontier of parity p (FRONT_PLUS + p), not told yet
 FRONT_MINUS = 251  # class k: -k settled at a frontier of parity p (FRONT_MINUS + p), not told yet
 VALUE_SLICE = 1 << 24  # ranks of values streamed at once (16 MiB)
+CARRIED_TOLD = 1 << 16  # a frontier of at most this many carried rows is told from them, a larger one in rank order
 
 ValueReader = Callable[[int, int], np.ndarray]  # read(lo, hi): the layer's values of ranks lo..hi-1 (int8)
 
@@ -192,12 +193,17 @@ def _plus_code(byte):
 
 
 @hot_kernel
-def _count_block(seeds, start, stop, distance, rows, flags_odd):
+def _count_block(seeds, start, stop, distance, rows, flags_odd, where, owners, kept):
     """The keeping quiet moves of each MINUS_MARK position of ranks
     start..stop-1: MINUS_COUNTED + their number, or FRONT_MINUS + 1 (and its
-    block flagged) when none. Returns the positions settled so. Reads only
-    +k codes of other positions, which no thread changes here."""
+    block flagged) when none. Returns the positions settled so. The
+    children a block asks about are gathered first (where[j] the child's
+    rank, owners[j] its parent's offset in the block), their bytes
+    prefetched, and read only then, so that those misses overlap; kept[i]
+    counts offset i's. Reads only +k codes of other positions, which no
+    thread changes here."""
     settled = 0
+    asked = 0
     run_first = 0
     run_length = 0
     run_start = 0
@@ -210,23 +216,33 @@ def _count_block(seeds, start, stop, distance, rows, flags_odd):
         for rank in range(word * 8, min(stop, word * 8 + 8)):
             if distance[rank] != MINUS_MARK:
                 continue
+            kept[rank - start] = 0
             if not run_first <= rank < run_first + run_length:
                 mover, run_first, run_length, run_start = index.unrank_row(seeds, rank, rows[0], rows[1], rows[3])
             opponent = rows[2][run_start + rank - run_first]
             mask = legal_mask(mover, opponent)
-            kept = 0
             for house in range(ROW):
                 if not mask & (1 << house):
                     continue
                 captured, child_mover, child_opponent = play(mover, opponent, house)
-                if captured == 0 and _plus_code(distance[index.rank_packed(child_mover, child_opponent, seeds)]):
-                    kept += 1
-            if kept:
-                distance[rank] = MINUS_COUNTED + kept
-            else:
-                distance[rank] = FRONT_MINUS + 1
-                flags_odd[rank // BLOCK] = 1
-                settled += 1
+                if captured == 0:
+                    child = index.rank_packed(child_mover, child_opponent, seeds)
+                    prefetch(distance, child)  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
+                    where[asked] = child
+                    owners[asked] = rank - start
+                    asked += 1
+    for j in range(asked):
+        if _plus_code(distance[where[j]]):
+            kept[owners[j]] += 1
+    for rank in range(start, stop):
+        if distance[rank] != MINUS_MARK:
+            continue
+        if kept[rank - start]:
+            distance[rank] = MINUS_COUNTED + kept[rank - start]
+        else:
+            distance[rank] = FRONT_MINUS + 1
+            flags_odd[rank // BLOCK] = 1
+            settled += 1
     return settled
 
 
@@ -238,12 +254,16 @@ def _count(seeds: int, size: int, active: np.ndarray, distance: np.ndarray, rows
     counter = np.zeros(1, dtype=np.int64)
     settled = np.zeros(WORK_SLOTS, dtype=np.int64)
     for slot in prange(WORK_SLOTS):
+        where = np.empty(BLOCK * ROW, dtype=np.int64)
+        owners = np.empty(BLOCK * ROW, dtype=np.int64)
+        kept = np.empty(BLOCK, dtype=np.int64)
         while True:
             item = atomic_add(counter, 0, np.int64(1))
             if item >= active.shape[0]:
                 break
             start = active[item] * BLOCK
-            settled[slot] += _count_block(seeds, start, min(size, start + BLOCK), distance, rows, flags_odd)
+            settled[slot] += _count_block(seeds, start, min(size, start + BLOCK), distance, rows, flags_odd, where,
+                                          owners, kept)
     return settled.sum()
 
 
@@ -555,7 +575,7 @@ def solve_classes(seeds: int, padded: np.ndarray, read: ValueReader, rows: tuple
             last_settled = told
             # Frontiers 0 and 1 hold positions the marks and the count settled: only from frontier 1 on are the
             # next frontier's positions all carried (when they fit).
-            given_rows = int(carry[0]) if frontier >= 1 and carry[0] <= room else -1
+            given_rows = int(carry[0]) if frontier >= 1 and carry[0] <= min(room, CARRIED_TOLD) else -1
             carried, given = given, carried
             flags[parity][:] = 0
             frontier += 1
@@ -581,13 +601,16 @@ def lean_distances(seeds: int, store: LayerStore, read: ValueReader, histogram: 
                    load: Callable[[int], None] | None = None,
                    make_room: Callable[[set[int], int, int], None] | None = None,
                    slice_ranks: int = VALUE_SLICE, threads: int | None = None,
-                   progress: Callable[[str, float], None] | None = None) -> LayerDistances:
+                   progress: Callable[[str, float], None] | None = None,
+                   after_start: Callable[[], None] | None = None) -> LayerDistances:
     """The distances of layer `seeds` holding a byte a position: its values
     read(lo, hi) from wherever they are (its file: tables.load_slice),
     `histogram` their counts (-seeds..seeds), its smaller layers in `store`
     or loaded a group of `groups` at a time (default: one group, the whole
-    layer one slice). The same LayerDistances as
-    distance.layer_distances (its overflow rows of both signs)."""
+    layer one slice); after_start() is called once the start is done (the
+    build drops the smaller layers there: the classes need none). The same
+    LayerDistances as distance.layer_distances (its overflow rows of both
+    signs)."""
     size = index.layer_size(seeds)
     rows = rows if rows is not None else index.RowTables(seeds).arrays
     bounds = bounds if bounds is not None else [0, size]
@@ -595,6 +618,8 @@ def lean_distances(seeds: int, store: LayerStore, read: ValueReader, histogram: 
     with thread_count(threads):
         began = time.perf_counter()
         padded = start(seeds, store, bounds, groups, rows, read, load, make_room)
+        if after_start is not None:
+            after_start()
         started = time.perf_counter()
         overflow, classes = solve_classes(seeds, padded, read, rows, value_classes(histogram, seeds), cap,
                                           slice_ranks, progress)

@@ -91,6 +91,18 @@ def test_a_start_in_groups_and_slices_gives_the_same_distances(store):
         lean(store, seeds, groups=[layers[1:]])
 
 
+@pytest.mark.parametrize("told", ["scanned", "few rows"])
+def test_frontiers_told_from_carried_rows_or_from_their_blocks_agree(store, monkeypatch, told):
+    # Every frontier found again in its blocks, or most: a handful of rows carried.
+    if told == "scanned":
+        monkeypatch.setattr(lean_distance, "CARRIED_TOLD", 0)
+    else:
+        monkeypatch.setattr(lean_distance, "carried_rows", lambda size: 7)
+    for seeds in (10, LAYERS):
+        found = lean(store, seeds)
+        assert digest(found.distance, found.overflow) == HASHES[str(seeds)]["pass"], seeds
+
+
 def test_values_that_are_not_the_fixed_point_are_refused(store):
     seeds = 8
     values = store.layer(seeds).copy()
