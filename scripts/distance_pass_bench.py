@@ -11,6 +11,7 @@ before it in bytes a position of the layer. Measures; asserts nothing.
 """
 
 import argparse
+import gc
 import json
 import threading
 import time
@@ -60,6 +61,7 @@ def main() -> None:
     values8 = small.layer(8).copy()
     lean_distance.lean_distances(8, small, lambda lo, hi: values8[lo:hi].copy(), tables.histogram(values8, 8))
     del small
+    gc.collect()
     sampler = Sampler()
     before = resident_bytes()
     sampler.start()
