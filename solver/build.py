@@ -451,7 +451,9 @@ def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, ro
 
 def _add_lean_distances(seeds, directory, store, budget, rows):
     """add_distances holding a byte a position (lean_distance), its values
-    read from its file a slice at a time; None when even that does not fit."""
+    read from its file a slice at a time (its start's distance bytes in a
+    file beside it when they do not fit beside its smaller layers); None
+    when even that does not fit."""
     layout = lean_distance.plan(seeds, budget)
     if layout is None:
         return None
@@ -461,7 +463,8 @@ def _add_lean_distances(seeds, directory, store, budget, rows):
         return tables.load_slice(directory, seeds, lo, hi)[0]
 
     found = lean_distance.lean_distances(
-        seeds, store, read, tables.load_slice(directory, seeds, 0, 0)[1], *layout, rows,
+        seeds, store, read, tables.load_slice(directory, seeds, 0, 0)[1], layout.bounds, layout.groups, rows,
+        spill=f"{tables.table_path(directory, seeds)}.distance-start" if layout.spilled else None,
         load=lambda m: _load(directory, store, m),
         make_room=lambda keep, need, working: _make_room(store, keep, need, budget, working),
         after_start=lambda: [store.drop(m) for m in store.layers()])

@@ -73,6 +73,7 @@ The bytes, the overflow rows and the time are those of solver.distance
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
@@ -96,7 +97,7 @@ from .distance import (
     for_file,
     start_pass,
 )
-from .errors import BuildError
+from .errors import BuildError, ScratchError
 from .intrinsics import atomic_add, atomic_sub, compare_and_swap, prefetch
 from .layer_state import (
     BATCH,
@@ -429,12 +430,29 @@ def slices_of(size: int, step: int = VALUE_SLICE) -> list[tuple[int, int]]:
     return [(lo, min(size, lo + step)) for lo in range(0, size, step)] or [(0, 0)]
 
 
-def plan(seeds: int, budget: int, slices: int | None = None) -> tuple[list[int], list[list[int]]] | None:
-    """(slice bounds, groups of smaller layers) of this pass's start for
-    layer `seeds` within `budget`, as distance.sliced_plan cuts them but
+class StartPlan(NamedTuple):
+    """How the start of a layer's pass goes: its values a slice of `bounds`
+    at a time beside each group of `groups` of smaller layers, its distance
+    bytes held whole beside them, or, `spilled`, a slice at a time beside
+    them too, the rest in a scratch file (start)."""
+
+    bounds: list[int]
+    groups: list[list[int]]
+    spilled: bool
+
+
+SPILL_SLICE = 1 << 26  # ranks of a spilled start's slices (64 MiB of values and as many distance bytes)
+
+
+def plan(seeds: int, budget: int, slices: int | None = None) -> StartPlan | None:
+    """The start of this pass for layer `seeds` within `budget`: the fewest
+    slices (or `slices`), cut at multiples of SLICE_ALIGN as
+    distance.sliced_plan cuts them, for which its largest smaller layer fits
     beside this pass's working state (working_bytes: no value byte of the
-    layer held); None when its largest smaller layer does not fit beside
-    the distance bytes and a slice of SLICE_ALIGN ranks."""
+    layer held) and a slice of values; else, spilled, beside a slice of
+    values and one of distance bytes alone (the layer 37 of a 24 GiB
+    machine: 17.1 GiB of distance bytes, 10.3 GiB for layer 35). None
+    when the classes (working_bytes) or a spilled start do not fit."""
     size = index.layer_size(seeds)
     working = working_bytes(size)
     if BASE_BYTES + working > budget:
@@ -442,59 +460,135 @@ def plan(seeds: int, budget: int, slices: int | None = None) -> tuple[list[int],
     largest = max((index.layer_size(m) for m in exit_layers(seeds)), default=0)
     parts = slices or 1
     while True:
-        step = -(-size // parts)
-        step = step if slices else -(-step // SLICE_ALIGN) * SLICE_ALIGN
-        bounds = sorted({min(size, part * step) for part in range(parts + 1)})
+        bounds = _bounds(size, parts, not slices)
         piece = max(hi - lo for lo, hi in itertools.pairwise(bounds))
         room = budget - BASE_BYTES - working - piece
         if largest <= room:
-            return bounds, first_fit(exit_layers(seeds), room)
+            return StartPlan(bounds, first_fit(exit_layers(seeds), room), False)
         if slices or piece <= SLICE_ALIGN:
-            return None
+            break
         parts *= 2
+    bounds = _bounds(size, slices or -(-size // SPILL_SLICE), not slices)
+    piece = max(hi - lo for lo, hi in itertools.pairwise(bounds))
+    room = budget - BASE_BYTES - spilled_bytes(size, piece)
+    if largest <= room:
+        return StartPlan(bounds, first_fit(exit_layers(seeds), room), True)
+    return None
+
+
+def _bounds(size: int, parts: int, aligned: bool) -> list[int]:
+    step = -(-size // parts)
+    step = -(-step // SLICE_ALIGN) * SLICE_ALIGN if aligned else step
+    return sorted({min(size, part * step) for part in range(parts + 1)})
+
+
+def spilled_bytes(size: int, piece: int) -> int:
+    """Memory of a spilled start beside its smaller layers: a slice of
+    values and one of distance bytes, and start_pass's two flag bytes a
+    block."""
+    return 2 * piece + 2 * ((size + BLOCK - 1) // BLOCK)
 
 
 def start(seeds: int, store: LayerStore, bounds: list[int], groups: list[list[int]], rows: tuple[np.ndarray, ...],
           read: ValueReader, load: Callable[[int], None] | None = None,
-          make_room: Callable[[set[int], int, int], None] | None = None) -> np.ndarray:
+          make_room: Callable[[set[int], int, int], None] | None = None, spill: str | None = None) -> np.ndarray:
     """Step 1: the distance bytes (padded to whole words) of layer `seeds`
     after its start: NO_DISTANCE, 0, 1 or OPEN. The smaller layers a group
     of `groups` at a time (load(m) reads layer m into the store,
     make_room(keep, need, working) drops others until `need` more bytes
-    fit), the layer's values read(lo, hi) a slice of `bounds` at a time."""
+    fit), the layer's values read(lo, hi) a slice of `bounds` at a time.
+    With `spill` (a path), the distance bytes are kept in that file between
+    the groups, a slice at a time beside them (a file already there, or a
+    link planted at the name, removed first; the file removed at the end),
+    and read whole once the smaller layers are dropped (make_room with
+    nothing to keep)."""
     size = index.layer_size(seeds)
     if bounds[0] != 0 or bounds[-1] != size or any(lo >= hi for lo, hi in itertools.pairwise(bounds)):
         raise ValueError(f"layer {seeds}: slice bounds {bounds} do not cut its {size} ranks")
     if sorted(m for group in groups for m in group) != exit_layers(seeds):
         raise ValueError(f"layer {seeds}: the groups {groups} are not its smaller layers {exit_layers(seeds)}")
     groups = groups or [[]]  # a layer with no smaller layer still takes its start
-    padded = np.full((size + 7) // 8 * 8, OPEN, dtype=np.uint8)
-    distance = padded[:size]
+    padded = None if spill else np.full((size + 7) // 8 * 8, OPEN, dtype=np.uint8)
     blocks = (size + BLOCK - 1) // BLOCK
     flags = (np.zeros(blocks, dtype=np.uint8), np.zeros(blocks, dtype=np.uint8))  # start_pass's, unused here
     piece = max(hi - lo for lo, hi in itertools.pairwise(bounds))
-    groups = sorted(groups, key=lambda group: -sum(1 for m in group if store.loaded[m]))
-    for number, group in enumerate(groups):
-        need = sum(index.layer_size(m) for m in group if not store.loaded[m])
-        if make_room is not None:
-            make_room(set(group), need, working_bytes(size) + piece)
-        for m in group:
-            if not store.loaded[m]:
-                if load is None:
-                    raise ValueError(f"layer {seeds}: its distances need layer {m} loaded")
-                load(m)
-        use = np.zeros(index.MAX_SEEDS + 1, dtype=np.bool_)
-        use[group] = True
-        for lo, hi in itertools.pairwise(bounds):
-            values = read(lo, hi)
-            if values.shape != (hi - lo,) or values.dtype != np.int8:
-                raise ValueError(f"layer {seeds}: ranks {lo}..{hi - 1} read as {values.shape} {values.dtype}")
-            with thread_count(1 if hi - lo < SERIAL_SIZE else None):
-                start_pass(seeds, lo, hi, lo, values, store.flat, store.starts, use,
-                           START_SLICE if number == 0 else START_CAPTURES, distance[lo:hi], rows, *flags)
+    working = spilled_bytes(size, piece) if spill else working_bytes(size) + piece
+    descriptor = _spill_file(spill) if spill else -1
+    try:
+        groups = sorted(groups, key=lambda group: -sum(1 for m in group if store.loaded[m]))
+        for number, group in enumerate(groups):
+            need = sum(index.layer_size(m) for m in group if not store.loaded[m])
+            if make_room is not None:
+                make_room(set(group), need, working)
+            for m in group:
+                if not store.loaded[m]:
+                    if load is None:
+                        raise ValueError(f"layer {seeds}: its distances need layer {m} loaded")
+                    load(m)
+            use = np.zeros(index.MAX_SEEDS + 1, dtype=np.bool_)
+            use[group] = True
+            for lo, hi in itertools.pairwise(bounds):
+                values = read(lo, hi)
+                if values.shape != (hi - lo,) or values.dtype != np.int8:
+                    raise ValueError(f"layer {seeds}: ranks {lo}..{hi - 1} read as {values.shape} {values.dtype}")
+                if padded is not None:
+                    part = padded[lo:hi]
+                elif number == 0:
+                    part = np.full(hi - lo, OPEN, dtype=np.uint8)
+                else:
+                    part = _read_spill(descriptor, lo, hi - lo)
+                with thread_count(1 if hi - lo < SERIAL_SIZE else None):
+                    start_pass(seeds, lo, hi, lo, values, store.flat, store.starts, use,
+                               START_SLICE if number == 0 else START_CAPTURES, part, rows, *flags)
+                if padded is None:
+                    _write_spill(descriptor, lo, part)
+        if padded is None:
+            if make_room is not None:
+                make_room(set(), 0, working_bytes(size))
+            padded = np.empty((size + 7) // 8 * 8, dtype=np.uint8)
+            padded[size:] = OPEN
+            for lo in range(0, size, SPILL_SLICE):
+                padded[lo : min(size, lo + SPILL_SLICE)] = _read_spill(descriptor, lo, min(size, lo + SPILL_SLICE) - lo)
+    finally:
+        if spill:
+            os.close(descriptor)
+            if os.path.lexists(spill):
+                os.remove(spill)
     with thread_count(1 if size < SERIAL_SIZE else None):
-        _open_counted(distance)
+        _open_counted(padded[:size])
     return padded
+
+
+def _spill_file(path: str) -> int:
+    """A new file at `path` for a spilled start, never through a link (one planted there is removed, not followed)."""
+    if os.path.lexists(path):
+        os.remove(path)
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        raise ScratchError(f"cannot write {path}: {error.strerror}") from None
+
+
+def _write_spill(descriptor: int, lo: int, part: np.ndarray) -> None:
+    view = memoryview(part).cast("B")  # type: ignore[arg-type]  # an ndarray is a buffer (stubs: 3.12 on)
+    done = 0
+    try:
+        while done < len(view):
+            done += os.pwrite(descriptor, view[done:], lo + done)
+    except OSError as error:
+        raise ScratchError(f"the distance start's scratch file cannot be written: {error.strerror}") from None
+
+
+def _read_spill(descriptor: int, lo: int, count: int) -> np.ndarray:
+    part = np.empty(count, dtype=np.uint8)
+    view = memoryview(part).cast("B")  # type: ignore[arg-type]  # an ndarray is a buffer (stubs: 3.12 on)
+    done = 0
+    while done < count:
+        got = os.preadv(descriptor, [view[done:]], lo + done)
+        if got <= 0:
+            raise ScratchError("the distance start's scratch file was cut short")
+        done += got
+    return part
 
 
 class ClassStats(NamedTuple):
@@ -602,12 +696,13 @@ def lean_distances(seeds: int, store: LayerStore, read: ValueReader, histogram: 
                    make_room: Callable[[set[int], int, int], None] | None = None,
                    slice_ranks: int = VALUE_SLICE, threads: int | None = None,
                    progress: Callable[[str, float], None] | None = None,
-                   after_start: Callable[[], None] | None = None) -> LayerDistances:
+                   after_start: Callable[[], None] | None = None, spill: str | None = None) -> LayerDistances:
     """The distances of layer `seeds` holding a byte a position: its values
     read(lo, hi) from wherever they are (its file: tables.load_slice),
     `histogram` their counts (-seeds..seeds), its smaller layers in `store`
     or loaded a group of `groups` at a time (default: one group, the whole
-    layer one slice); after_start() is called once the start is done (the
+    layer one slice; with `spill`, the start's distance bytes kept in that
+    file between the groups: start); after_start() is called once the start is done (the
     build drops the smaller layers there: the classes need none). The same
     LayerDistances as distance.layer_distances (its overflow rows of both
     signs)."""
@@ -617,7 +712,7 @@ def lean_distances(seeds: int, store: LayerStore, read: ValueReader, histogram: 
     groups = groups if groups is not None else [exit_layers(seeds)]
     with thread_count(threads):
         began = time.perf_counter()
-        padded = start(seeds, store, bounds, groups, rows, read, load, make_room)
+        padded = start(seeds, store, bounds, groups, rows, read, load, make_room, spill)
         if after_start is not None:
             after_start()
         started = time.perf_counter()
@@ -676,10 +771,12 @@ __all__ = [
     "OPEN",
     "VALUE_SLICE",
     "FileValues",
+    "StartPlan",
     "file_distances",
     "lean_distances",
     "plan",
     "solve_classes",
+    "spilled_bytes",
     "start",
     "value_classes",
     "working_bytes",

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from naive_distance import naive_distances
 
-from solver import build, distance, index, lean_distance, retrograde, tables
+from solver import build, distance, index, lean_distance, plan, retrograde, tables
 from solver.distance import distance_at, layer_distances
 from solver.errors import BuildError
 
@@ -120,10 +120,27 @@ def test_the_plan_holds_the_distance_bytes_and_not_the_values():
     assert big < lean_distance.working_bytes(big) < big * 1.04
     assert lean_distance.plan(seeds, need - 1) is None
     largest = index.layer_size(seeds - 2)
-    bounds, groups = lean_distance.plan(seeds, need + largest + size)
+    bounds, groups, spilled = lean_distance.plan(seeds, need + largest + size)
     assert bounds == [0, size] and sorted(m for g in groups for m in g) == lean_distance.exit_layers(seeds)
-    bounds, groups = lean_distance.plan(seeds, need + largest + size // 4)
-    assert len(bounds) > 2 and max(b - a for a, b in itertools.pairwise(bounds)) <= size // 4
+    assert not spilled
+    bounds, groups, spilled = lean_distance.plan(seeds, need + largest + size // 4)
+    assert len(bounds) > 2 and max(b - a for a, b in itertools.pairwise(bounds)) <= size // 4 and not spilled
+    # Layer 37 on a 24 GiB machine (22 GiB): its bytes do not fit beside layer 35, so its start spills them.
+    layout = lean_distance.plan(37, 22 << 30)
+    assert layout.spilled and plan.distance_plan(37, 22 << 30)[0] == "lean"
+    assert plan.distance_plan(37, 22 << 30)[1] <= 22 << 30 and plan.distance_plan(38, 22 << 30)[0] == "none"
+    assert [plan.distance_plan(n, 22 << 30)[0] for n in (34, 35, 36)] == ["memory", "sliced", "lean"]
+
+
+def test_a_spilled_start_gives_the_same_distances_and_leaves_no_file(store, tmp_path):
+    seeds = LAYERS
+    size = index.layer_size(seeds)
+    layers = lean_distance.exit_layers(seeds)
+    spill = str(tmp_path / "start")
+    os.symlink(str(tmp_path / "target"), spill)  # a link planted at the name is removed, not written through
+    found = lean(store, seeds, bounds=[0, size // 2, size], groups=[layers[::2], layers[1::2]], spill=spill)
+    assert digest(found.distance, found.overflow) == HASHES[str(seeds)]["pass"]
+    assert os.listdir(tmp_path) == []
 
 
 def force_lean(monkeypatch):
