@@ -23,6 +23,7 @@ import functools
 import os
 import resource
 import secrets
+import shutil
 import signal
 import sys
 import threading
@@ -452,11 +453,13 @@ def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, ro
 def _add_lean_distances(seeds, directory, store, budget, rows):
     """add_distances holding a byte a position (lean_distance), its values
     read from its file a slice at a time (its start's distance bytes in a
-    file beside it when they do not fit beside its smaller layers); None
-    when even that does not fit."""
+    file beside it when they do not fit beside its smaller layers; its
+    values copied uncompressed beside it for the classes when the disk
+    holds them twice over); None when even that does not fit."""
     layout = lean_distance.plan(seeds, budget)
     if layout is None:
         return None
+    path, size = tables.table_path(directory, seeds), index.layer_size(seeds)
     store.drop(seeds)  # its values come a slice at a time; the smaller layers make room as the groups need
 
     def read(lo, hi):
@@ -464,12 +467,13 @@ def _add_lean_distances(seeds, directory, store, budget, rows):
 
     found = lean_distance.lean_distances(
         seeds, store, read, tables.load_slice(directory, seeds, 0, 0)[1], layout.bounds, layout.groups, rows,
-        spill=f"{tables.table_path(directory, seeds)}.distance-start" if layout.spilled else None,
+        spill=f"{path}.distance-start" if layout.spilled else None,
+        raw=f"{path}.distance-values" if shutil.disk_usage(directory).free > size * (2 + layout.spilled) else None,
         load=lambda m: _load(directory, store, m),
         make_room=lambda keep, need, working: _make_room(store, keep, need, budget, working),
         after_start=lambda: [store.drop(m) for m in store.layers()])
     started = time.perf_counter()
-    tables.add_distances(directory, seeds, lean_distance.FileValues(read, index.layer_size(seeds)),
+    tables.add_distances(directory, seeds, lean_distance.FileValues(read, size),
                          *lean_distance.file_distances(found, read),
                          extra={"distance_seconds": found.stats["distance_seconds"]})
     return {**found.stats, "write_seconds": time.perf_counter() - started}

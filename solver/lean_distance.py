@@ -491,7 +491,8 @@ def spilled_bytes(size: int, piece: int) -> int:
 
 def start(seeds: int, store: LayerStore, bounds: list[int], groups: list[list[int]], rows: tuple[np.ndarray, ...],
           read: ValueReader, load: Callable[[int], None] | None = None,
-          make_room: Callable[[set[int], int, int], None] | None = None, spill: str | None = None) -> np.ndarray:
+          make_room: Callable[[set[int], int, int], None] | None = None, spill: str | None = None,
+          copy: int = -1) -> np.ndarray:
     """Step 1: the distance bytes (padded to whole words) of layer `seeds`
     after its start: NO_DISTANCE, 0, 1 or OPEN. The smaller layers a group
     of `groups` at a time (load(m) reads layer m into the store,
@@ -501,7 +502,8 @@ def start(seeds: int, store: LayerStore, bounds: list[int], groups: list[list[in
     the groups, a slice at a time beside them (a file already there, or a
     link planted at the name, removed first; the file removed at the end),
     and read whole once the smaller layers are dropped (make_room with
-    nothing to keep)."""
+    nothing to keep). With `copy` (an open file descriptor), the values
+    read are written there too, at their ranks, as they are first read."""
     size = index.layer_size(seeds)
     if bounds[0] != 0 or bounds[-1] != size or any(lo >= hi for lo, hi in itertools.pairwise(bounds)):
         raise ValueError(f"layer {seeds}: slice bounds {bounds} do not cut its {size} ranks")
@@ -531,6 +533,8 @@ def start(seeds: int, store: LayerStore, bounds: list[int], groups: list[list[in
                 values = read(lo, hi)
                 if values.shape != (hi - lo,) or values.dtype != np.int8:
                     raise ValueError(f"layer {seeds}: ranks {lo}..{hi - 1} read as {values.shape} {values.dtype}")
+                if copy >= 0 and number == 0:
+                    _write_spill(copy, lo, np.ascontiguousarray(values).view(np.uint8))
                 if padded is not None:
                     part = padded[lo:hi]
                 elif number == 0:
@@ -542,6 +546,7 @@ def start(seeds: int, store: LayerStore, bounds: list[int], groups: list[list[in
                                START_SLICE if number == 0 else START_CAPTURES, part, rows, *flags)
                 if padded is None:
                     _write_spill(descriptor, lo, part)
+                del values, part  # before the next slice is read: never two slices held
         if padded is None:
             if make_room is not None:
                 make_room(set(), 0, working_bytes(size))
@@ -634,6 +639,7 @@ def solve_classes(seeds: int, padded: np.ndarray, read: ValueReader, rows: tuple
                 raise ValueError(f"layer {seeds}: ranks {lo}..{hi - 1} read as {values.shape} {values.dtype}")
             with thread_count(1 if hi - lo < SERIAL_SIZE else None):
                 found += _mark(values, lo, k, padded, flags[0], flags[1], minus_blocks)
+            del values  # before the next slice is read
         positions, settled = int(found[0]), int(found[1])
         active = np.flatnonzero(minus_blocks)
         with thread_count(1 if active.shape[0] * BLOCK <= SERIAL_FRONTIER else None):
@@ -696,14 +702,19 @@ def lean_distances(seeds: int, store: LayerStore, read: ValueReader, histogram: 
                    make_room: Callable[[set[int], int, int], None] | None = None,
                    slice_ranks: int = VALUE_SLICE, threads: int | None = None,
                    progress: Callable[[str, float], None] | None = None,
-                   after_start: Callable[[], None] | None = None, spill: str | None = None) -> LayerDistances:
+                   after_start: Callable[[], None] | None = None, spill: str | None = None,
+                   raw: str | None = None) -> LayerDistances:
     """The distances of layer `seeds` holding a byte a position: its values
     read(lo, hi) from wherever they are (its file: tables.load_slice),
     `histogram` their counts (-seeds..seeds), its smaller layers in `store`
     or loaded a group of `groups` at a time (default: one group, the whole
     layer one slice; with `spill`, the start's distance bytes kept in that
     file between the groups: start); after_start() is called once the start is done (the
-    build drops the smaller layers there: the classes need none). The same
+    build drops the smaller layers there: the classes need none). With
+    `raw` (a path), the values are copied there as the start reads them,
+    uncompressed, and the classes read them back from it (a file's chunks
+    are inflated once, not once a class: at layer 24 under load 8.4 s a
+    class, most of the classes' time), the file removed at the end. The same
     LayerDistances as distance.layer_distances (its overflow rows of both
     signs)."""
     size = index.layer_size(seeds)
@@ -712,13 +723,21 @@ def lean_distances(seeds: int, store: LayerStore, read: ValueReader, histogram: 
     groups = groups if groups is not None else [exit_layers(seeds)]
     with thread_count(threads):
         began = time.perf_counter()
-        padded = start(seeds, store, bounds, groups, rows, read, load, make_room, spill)
-        if after_start is not None:
-            after_start()
-        started = time.perf_counter()
-        overflow, classes = solve_classes(seeds, padded, read, rows, value_classes(histogram, seeds), cap,
-                                          slice_ranks, progress)
-        ended = time.perf_counter()
+        copy = _spill_file(raw) if raw else -1
+        try:
+            padded = start(seeds, store, bounds, groups, rows, read, load, make_room, spill, copy)
+            if after_start is not None:
+                after_start()
+            started = time.perf_counter()
+            overflow, classes = solve_classes(
+                seeds, padded, read if copy < 0 else lambda lo, hi: _read_spill(copy, lo, hi - lo).view(np.int8), rows,
+                value_classes(histogram, seeds), cap, slice_ranks, progress)
+            ended = time.perf_counter()
+        finally:
+            if raw:
+                os.close(copy)
+                if os.path.lexists(raw):
+                    os.remove(raw)
     distance = padded[:size]
     longest = int(overflow[:, 1].max()) if overflow.shape[0] else max(
         (byte for byte, count in enumerate(distance_histogram(distance)[:cap]) if count), default=0)

@@ -132,13 +132,14 @@ def test_the_plan_holds_the_distance_bytes_and_not_the_values():
     assert [plan.distance_plan(n, 22 << 30)[0] for n in (34, 35, 36)] == ["memory", "sliced", "lean"]
 
 
-def test_a_spilled_start_gives_the_same_distances_and_leaves_no_file(store, tmp_path):
+def test_a_spilled_start_and_a_raw_copy_of_the_values_give_the_same_distances_and_leave_no_file(store, tmp_path):
     seeds = LAYERS
     size = index.layer_size(seeds)
     layers = lean_distance.exit_layers(seeds)
     spill = str(tmp_path / "start")
     os.symlink(str(tmp_path / "target"), spill)  # a link planted at the name is removed, not written through
-    found = lean(store, seeds, bounds=[0, size // 2, size], groups=[layers[::2], layers[1::2]], spill=spill)
+    found = lean(store, seeds, bounds=[0, size // 2, size], groups=[layers[::2], layers[1::2]], spill=spill,
+                 raw=str(tmp_path / "values"), slice_ranks=10_000)
     assert digest(found.distance, found.overflow) == HASHES[str(seeds)]["pass"]
     assert os.listdir(tmp_path) == []
 
@@ -204,9 +205,11 @@ def test_a_kill_in_the_middle_leaves_the_values_and_the_same_command_completes_t
     tables.check_values(directory, 10)
     assert np.array_equal(tables.load_values(directory, 10), values)
     assert not tables.has_distances(directory, 10) and tables.has_distances(directory, 9)
+    if where == "classes":  # the values' uncompressed copy for the classes, left by the kill
+        assert os.path.exists(tables.table_path(directory, 10) + ".distance-values")
     force_lean(monkeypatch)
     rows = []
     build.build(10, directory, report=rows.append)
     assert [r["seeds"] for r in rows if r.get("distances_added")] == [10]
     assert file_digest(directory, 10) == HASHES["10"]["file"]
-    assert not [name for name in os.listdir(directory) if ".tmp" in name]
+    assert not [name for name in os.listdir(directory) if ".tmp" in name or "distance-" in name]
