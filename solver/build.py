@@ -465,13 +465,17 @@ def _add_lean_distances(seeds, directory, store, budget, rows):
     def read(lo, hi):
         return tables.load_slice(directory, seeds, lo, hi)[0]
 
+    def drop_all() -> None:  # once the start is done: the classes need no smaller layer
+        for m in store.layers():
+            store.drop(m)
+
     found = lean_distance.lean_distances(
         seeds, store, read, tables.load_slice(directory, seeds, 0, 0)[1], layout.bounds, layout.groups, rows,
         spill=f"{path}.distance-start" if layout.spilled else None,
         raw=f"{path}.distance-values" if shutil.disk_usage(directory).free > size * (2 + layout.spilled) else None,
         load=lambda m: _load(directory, store, m),
         make_room=lambda keep, need, working: _make_room(store, keep, need, budget, working),
-        after_start=lambda: [store.drop(m) for m in store.layers()])
+        after_start=drop_all)
     started = time.perf_counter()
     tables.add_distances(directory, seeds, lean_distance.FileValues(read, size),
                          *lean_distance.file_distances(found, read),

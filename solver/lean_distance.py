@@ -228,7 +228,7 @@ def _count_block(seeds, start, stop, distance, rows, flags_odd, where, owners, k
                 captured, child_mover, child_opponent = play(mover, opponent, house)
                 if captured == 0:
                     child = index.rank_packed(child_mover, child_opponent, seeds)
-                    prefetch(distance, child)  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
+                    prefetch(distance, child)  # type: ignore[call-arg, arg-type]  # numba's @intrinsic passes typingctx
                     where[asked] = child
                     owners[asked] = rank - start
                     asked += 1
