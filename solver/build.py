@@ -23,6 +23,7 @@ import functools
 import os
 import resource
 import secrets
+import shutil
 import signal
 import sys
 import threading
@@ -33,7 +34,19 @@ from typing import Any, ClassVar, TypeVar, cast
 import numba
 import numpy as np
 
-from . import disk, distance, distributed, distributed_lean, index, layer_state, lean, retrograde, tables, verify_layer
+from . import (
+    disk,
+    distance,
+    distributed,
+    distributed_lean,
+    index,
+    layer_state,
+    lean,
+    lean_distance,
+    retrograde,
+    tables,
+    verify_layer,
+)
 from .errors import BuildError, CorruptTableError, ScratchError, TableMismatchError, TableWriteError
 from .layers import LayerStore
 from .plan import (
@@ -409,11 +422,12 @@ def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, ro
     layer's values, its distance bytes and its largest smaller layer do not
     fit together, the starts read its values a slice at a time
     (distance.sliced_plan; `slices` forces that many, as the disk mode's
-    tests do)."""
+    tests do); when its values and its distance bytes do not fit together,
+    the pass holds the distance bytes alone (solver.lean_distance)."""
     groups = distance_groups(seeds, budget) if slices is None else None
     sliced = distance.sliced_plan(seeds, budget, slices) if groups is None else None
     if groups is None and sliced is None:
-        return None
+        return _add_lean_distances(seeds, directory, store, budget, rows)
     for m in store.layers():
         if m not in layer_state.exit_layers(seeds) and m not in (seeds, seeds - 1):
             store.drop(m)
@@ -432,6 +446,39 @@ def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, ro
         return None
     started = time.perf_counter()
     tables.add_distances(directory, seeds, store.layer(seeds), *distance.for_file(found, store.layer(seeds)),
+                         extra={"distance_seconds": found.stats["distance_seconds"]})
+    return {**found.stats, "write_seconds": time.perf_counter() - started}
+
+
+def _add_lean_distances(seeds, directory, store, budget, rows):
+    """add_distances holding a byte a position (lean_distance), its values
+    read from its file a slice at a time (its start's distance bytes in a
+    file beside it when they do not fit beside its smaller layers; its
+    values copied uncompressed beside it for the classes when the disk
+    holds them twice over); None when even that does not fit."""
+    layout = lean_distance.plan(seeds, budget)
+    if layout is None:
+        return None
+    path, size = tables.table_path(directory, seeds), index.layer_size(seeds)
+    store.drop(seeds)  # its values come a slice at a time; the smaller layers make room as the groups need
+
+    def read(lo, hi):
+        return tables.load_slice(directory, seeds, lo, hi)[0]
+
+    def drop_all() -> None:  # once the start is done: the classes need no smaller layer
+        for m in store.layers():
+            store.drop(m)
+
+    found = lean_distance.lean_distances(
+        seeds, store, read, tables.load_slice(directory, seeds, 0, 0)[1], layout.bounds, layout.groups, rows,
+        spill=f"{path}.distance-start" if layout.spilled else None,
+        raw=f"{path}.distance-values" if shutil.disk_usage(directory).free > size * (2 + layout.spilled) else None,
+        load=lambda m: _load(directory, store, m),
+        make_room=lambda keep, need, working: _make_room(store, keep, need, budget, working),
+        after_start=drop_all)
+    started = time.perf_counter()
+    tables.add_distances(directory, seeds, lean_distance.FileValues(read, size),
+                         *lean_distance.file_distances(found, read),
                          extra={"distance_seconds": found.stats["distance_seconds"]})
     return {**found.stats, "write_seconds": time.perf_counter() - started}
 
@@ -590,11 +637,12 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
     With `distances` (the default) each layer's file holds its distances to
     conversion too (solver.distance), and a valid file that holds values
     alone gains them, its values read rather than built again. A layer in
-    the disk mode gains them once its values are written (add_distances,
-    its smaller layers beside a slice of it at a time when they do not fit
-    beside it whole); one in the lean stages, or one whose distance pass
-    does not fit the budget, is written without (the row's "distances"
-    says so).
+    the disk mode or the lean stages gains them once its values are
+    written (add_distances: its smaller layers beside a slice of it at a
+    time when they do not fit beside it whole, its distance bytes alone
+    resident when its values do not fit beside them, lean_distance); one
+    whose distance pass does not fit the budget even so is written without
+    (the row's "distances" says so).
 
     report(dict) is called after each layer with: seeds, positions, seconds,
     positions_per_second, peak_bytes, built (False when the file was there),
@@ -658,7 +706,9 @@ def build(max_seeds: int, directory: str | None = None, threads: int | None = No
                                                  locked=True, budget=budget)
                         _clear_layer_files(seeds, scratch if scratch_held else None, checkpoint_dir,
                                            "it was built in the lean stages")
-                        row.update(mode="lean", distances=False, scratch_bytes=lean_layout["scratch_bytes"],
+                        added = add_distances(seeds, directory, store, budget, rows) if distances else None
+                        row.update({k: v for k, v in (added or {}).items() if "distance" in k})
+                        row.update(mode="lean", distances=added is not None, scratch_bytes=lean_layout["scratch_bytes"],
                                    resumed_at_stage=stats["resumed_at_stage"],
                                    queue_peak_bytes=stats["queue_peak_bytes"],
                                    exit_slices=stats["exit_slices"],

@@ -376,7 +376,7 @@ def _plan_here(result, max_seeds, as_json):
                + ")")
     disk = result["disk_bytes"]
     click.echo(f"{'seeds':>5} {'positions':>16} {'mode':>7} {'memory':>9} {'scratch':>9} {'passes':>6} "
-               f"{'file':>9} {'time':>10}" + (f" {'disk peak':>10}" if disk else ""))
+               f"{'file':>9} {'time':>10} {'distances':>13}" + (f" {'disk peak':>10}" if disk else ""))
     total_seconds = total_bytes = 0
     for row in result["layers"]:
         total_seconds += row["seconds"]
@@ -391,12 +391,14 @@ def _plan_here(result, max_seeds, as_json):
         click.echo(
             f"{row['seeds']:>5} {row['positions']:>16,} {shown:>7} "
             f"{memory / gib:8.1f}G{'' if fits else '!'} {row['scratch_bytes'] / 1e9:8.1f}G "
-            f"{passes:>6} {row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10}"
+            f"{passes:>6} {row['file_bytes'] / gib:8.2f}G {_duration(row['seconds']):>10} "
+            f"{row['distance_pass']:>6} {row['distance_bytes'] / gib:5.1f}G{'!' * (row['distance_pass'] == 'none')}"
             + (f" {row['disk_peak_bytes'] / 1e9:9.1f}G{'' if row['fits_disk'] else '!'}" if disk else "")
         )
     click.echo(f"all layers 0..{max_seeds}: {_duration(total_seconds)} ({total_seconds / 86400:.1f} days), "
                f"{total_bytes / gib:.1f} GiB on disk"
-               " (scratch in GB of 10^9 bytes; memory! = the least the layer needs, more than the budget"
+               " (scratch in GB of 10^9 bytes; memory! = the least the layer needs, more than the budget; "
+               "distances: how a layer's file gains them and the pass's memory, none! = the least it needs"
                + ("; stream = the lean stages with streamed exits, in that many slices (sl)"
                   if any(row.get("streamed_exits") for row in result["layers"]) else "") + ")")
     short = [row["seeds"] for row in result["layers"] if disk and not row["fits_disk"]]

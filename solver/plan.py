@@ -23,7 +23,18 @@ from typing import Any
 
 import numpy as np
 
-from . import distance, distributed, distributed_lean, index, layer_state, lean, lean_exits, tables, verify_layer
+from . import (
+    distance,
+    distributed,
+    distributed_lean,
+    index,
+    layer_state,
+    lean,
+    lean_distance,
+    lean_exits,
+    tables,
+    verify_layer,
+)
 from .errors import BuildError
 from .layers import BASE_BYTES, available_memory, first_fit
 from .rules import ROW
@@ -592,6 +603,7 @@ def plan(max_seeds: int, budget: int | None = None, directory: str | None = None
             "mode": mode(seeds, budget),
             "scratch_bytes": 0,
         }
+        row["distance_pass"], row["distance_bytes"] = distance_plan(seeds, budget)
         row["fits"] = row["mode"] != "too big"
         if row["mode"] == "memory":
             groups = exit_groups(seeds, budget)
@@ -742,3 +754,36 @@ def distance_groups(seeds: int, budget: int) -> list[list[int]] | None:
     if max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0) > room:
         return None
     return first_fit(layer_state.exit_layers(seeds), room)
+
+
+def distance_plan(seeds: int, budget: int) -> tuple[str, int]:
+    """How layer `seeds` gains its distances within `budget` from its file
+    (build.add_distances: a folder of values alone, the disk mode, the
+    lean stages), and the pass's peak memory: 'memory' (its values and
+    distance bytes, its smaller layers a group at a time beside them),
+    'sliced' (the same, its start a slice of values at a time), 'lean'
+    (the distance bytes alone, solver.lean_distance, its start's bytes
+    spilled to a file when they do not fit beside its smaller layers), or
+    'none' with the least that would do."""
+    size = index.layer_size(seeds)
+    largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
+
+    def beside(groups: list[list[int]]) -> int:
+        return max((sum(index.layer_size(m) for m in group) for group in groups), default=0)
+
+    groups = distance_groups(seeds, budget)
+    if groups is not None:
+        return "memory", BASE_BYTES + size + distance.working_bytes(size) + beside(groups)
+    sliced = distance.sliced_plan(seeds, budget)
+    if sliced is not None:
+        working = distance.working_bytes(size)
+        piece = max(hi - lo for lo, hi in itertools.pairwise(sliced[0]))
+        return "sliced", BASE_BYTES + max(size + working, working + piece + beside(sliced[1]))
+    lean = lean_distance.plan(seeds, budget)
+    working = lean_distance.working_bytes(size)
+    if lean is not None:
+        piece = max(hi - lo for lo, hi in itertools.pairwise(lean.bounds))
+        start = lean_distance.spilled_bytes(size, piece) if lean.spilled else working + piece
+        return "lean", BASE_BYTES + max(working, start + beside(lean.groups))
+    least = lean_distance.spilled_bytes(size, min(size, lean_distance.SPILL_SLICE)) + largest
+    return "none", BASE_BYTES + max(working, least)

@@ -581,17 +581,19 @@ _REWRITTEN = {"format", "format_version", "rules", "rules_version", "index_schem
               "distance_metric", "distance_cap", "distance_derived", "distance_histogram"}
 
 
-def add_distances(directory: str, seeds: int, values: np.ndarray, distance: np.ndarray, overflow: np.ndarray,
+def add_distances(directory: str, seeds: int, values: Any, distance: np.ndarray, overflow: np.ndarray,
                   extra: dict[str, Any] | None = None) -> str:
     """Write layer `seeds`' file again, atomically, with distances beside its
-    values: `values` are the file's (read and checked: load_values), its
-    build records are kept, `extra` added."""
+    values: `values` are the file's (read and checked: load_values), or a
+    reader of them that write_table takes (lean_distance.FileValues: its
+    slices read from this file, each chunk checked), its build records are
+    kept, `extra` added."""
     path = table_path(directory, seeds)
     with open_table(directory, seeds) as handle, damage_guard(path):
         kept = {key: handle.attrs[key] for key in handle.attrs if key not in _REWRITTEN}
         build_seconds = recorded(handle.attrs, path, "build_seconds") or 0.0
         counts = np.asarray(handle.attrs["histogram"], dtype=np.int64)
-    if (histogram(values, seeds) != counts).any():
+    if isinstance(values, np.ndarray) and (histogram(values, seeds) != counts).any():
         raise ValueError(f"layer {seeds}: the values given are not those of {path}")
     return write_table(directory, seeds, values, build_seconds, extra={**kept, **(extra or {})}, counts=counts,
                        distances=(distance, overflow))

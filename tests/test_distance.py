@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from naive import naive_legal_moves, naive_play, naive_terminal_value
 from naive_distance import naive_distances
 
-from solver import Position, build, distance, index, layer_state, plan, retrograde, tables
+from solver import Position, build, distance, index, layer_state, lean_distance, plan, retrograde, tables
 from solver.cli import cli
 from solver.distance import DISTANCE_CAP, NO_DISTANCE, distance_at, layer_distances
 from solver.errors import CorruptTableError, MissingDistanceError
@@ -369,10 +369,11 @@ def test_best_shows_each_move_s_distance(table_dir):
 
 
 def test_a_layer_whose_distances_do_not_fit_the_budget_is_written_with_its_values_alone(tmp_path, monkeypatch):
-    # Layer 8's pass made to need more than any budget: neither whole, nor sliced, nor from its exit values.
-    working = distance.working_bytes
-    monkeypatch.setattr(distance, "working_bytes",
-                        lambda size: 1 << 60 if size == index.layer_size(8) else working(size))
+    # Layer 8's pass made to need more than any budget: neither whole, nor sliced, nor from its exit values, nor
+    # holding its distance bytes alone (lean_distance).
+    for module in (distance, lean_distance):
+        monkeypatch.setattr(module, "working_bytes", lambda size, working=module.working_bytes: 1 << 60
+                            if size == index.layer_size(8) else working(size))
     rows = []
     build.build(8, str(tmp_path), report=rows.append)
     assert [r["distances"] for r in rows] == [True] * 8 + [False]
