@@ -127,7 +127,6 @@ from .lean_kernels import (
     WON,
     code_of,
     exit_seen,
-    gather_seeds,
     rebuild_counts,
     rebuild_mark,
     rebuild_seeds,
@@ -144,9 +143,10 @@ __all__ = ["EARLIER", "EXIT_BIT", "LOST", "WON", "LeanLayer", "RankQueue", "Stre
            "code_of", "counts_name", "exit_seen", "journal_path", "own_files", "remove_layer_files", "set_code",
            "state_name", "told", "unresolved"]
 
-CHUNK = 1 << 19  # ranks a sequential pass over the state file takes at a time (a multiple of BLOCK)
+CHUNK = 1 << 19  # seeds a thread of a pass lists at a time (a multiple of BLOCK; a block is whole chunks)
 EXIT_SLICE = 1 << 22  # the fewest ranks a block of the state file has (block_ranks)
-BLOCKS_A_PASS = 256  # a pass over the state file records a step (the journal) this many times at most
+BLOCKS_A_PASS = 1024  # a pass over the state file records a step (the journal) this many times at most: five
+# blocks (PASS_THREADS + 1) held at once come to 0.005 bytes a position
 STACK = 1 << 19  # resolved positions held in memory to tell of (24 bytes each), shared by the threads' stacks;
 # more go to the queue file
 ENTRY_BYTES = 8  # a queued entry: the rank (int64)
@@ -455,7 +455,7 @@ class LeanLayer:
         self.buffers = [np.empty((min(self.block, max(self.size, 1)) + 7) // 8 * 8, dtype=np.int8)
                         for _ in range(self.settle_threads + 1)]
         self.buffer = self.buffers[0]
-        seeds_found = np.empty(min(self.chunk, self.buffer.shape[0]), dtype=np.int64)
+        seeds_found = np.empty(max(16, min(self.chunk, self.buffer.shape[0])), dtype=np.int64)  # settle_block: 16
         resumed_at = journal["stage"] if self.resumed else None
         queue = RankQueue(self._path(queue_name(self.seeds)), self.scratch, self.seeds, segment=self.stack_size)
         try:
@@ -896,22 +896,20 @@ class LeanLayer:
         def settle(lo: int, piece: np.ndarray) -> None:
             count = piece.shape[0]
             words = piece if count % 8 == 0 else piece.base[: (count + 7) // 8 * 8]  # whole words (settle_block)
-            settle_block(stage, first, lo, count, words, codes)
-            if stage == 0:
-                with lock:
-                    value_counts(piece, seeds, self.histogram)
-                return
             found_list = lists.get()
             try:
-                at = lo
-                while at < lo + count:
-                    found, at = gather_seeds(at, lo + count, codes, found_list)
+                at = 0
+                while at < count:
+                    found, at = settle_block(stage, first, lo, at, count, words, codes, found_list)
                     if found:
                         with lock:
                             queue.push(found_list[:found])
                             total[0] += found
             finally:
                 lists.put(found_list)
+            if stage == 0:
+                with lock:
+                    value_counts(piece, seeds, self.histogram)
 
         self._rewrite(settle, stage + 1, self.settle_threads)
         if journal["stage"] != stage:

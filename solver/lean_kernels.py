@@ -211,38 +211,55 @@ def settle_chunk(stage: int, first: bool, lo: int, size: int, state: np.ndarray,
     return total
 
 
-@njit(cache=True, nogil=True)
-def settle_block(stage: int, first: bool, lo: int, size: int, state: np.ndarray, codes: np.ndarray) -> int:
-    """settle_chunk over a block of the state file (ranks lo..lo+size-1, in
-    state[:size]) on the calling thread, without holding Python's lock (a
-    pass runs one a thread: LeanLayer._rewrite), the seeds left in the codes
-    (WON or LOST: in the block, after this, only the stage's seeds are) for
-    gather_seeds to list; returns how many there are."""
-    return _settle_piece(stage, lo, 0, size, state, codes, np.empty(0, dtype=np.int64), state.view(np.uint64),
-                         codes.view(np.uint64), _patterns(stage, first), False)
+@njit(cache=True, inline="always")
+def _not_earlier(word):
+    """The low bit of each nibble of a word of codes that is not EARLIER (7)."""
+    earlier = word & (word >> np.uint64(1)) & (word >> np.uint64(2)) & ~(word >> np.uint64(3))
+    return ~earlier & NIBBLE_LOW
 
 
 @njit(cache=True, nogil=True)
-def gather_seeds(lo: int, stop: int, codes: np.ndarray, seeds_found: np.ndarray) -> tuple[int, int]:
-    """The ranks lo..stop-1 whose code is WON or LOST (after settle_block: the
-    stage's seeds), in rank order, into seeds_found until it is full; returns
-    (how many, the rank where the listing stopped: `stop` when done). `lo`
-    is a multiple of 16; codes are whole words."""
+def settle_block(stage: int, first: bool, lo: int, start: int, size: int, state: np.ndarray, codes: np.ndarray,
+                 seeds_found: np.ndarray) -> tuple[int, int]:
+    """settle_chunk over ranks lo+start..lo+size-1 of a block of the state file
+    (state[:size] holds ranks lo..), on the calling thread and without
+    holding Python's lock (a pass runs a block a thread: LeanLayer._rewrite),
+    the seeds listed in seeds_found, in rank order, until it has fewer than
+    16 places left; returns (how many, the index where it stopped: `size`
+    once done; the caller queues them and calls again from there). Sixteen
+    ranks at a time, the codes that hold a result of the last stage and the
+    state bytes that hold one of the stage's exits are found by word tests
+    (at the last stage, the codes not EARLIER), and only those ranks are
+    settled, a set bit at a time. `lo` is a multiple of 16; state and codes
+    are whole words."""
+    state_words = state.view(np.uint64)
     code_words = codes.view(np.uint64)
-    room = seeds_found.shape[0]
+    patterns = _patterns(stage, first)
+    room = seeds_found.shape[0] - 16
     found = 0
-    rank = lo
-    while rank < stop:
-        if found + 16 > room:
-            return found, rank
-        now = _resolved_now(code_words[rank >> 4])
-        if now != 0:
-            for j in range(16):
-                if (now >> np.uint64(4 * j)) & np.uint64(1) and rank + j < stop:
-                    seeds_found[found] = rank + j
-                    found += 1
-        rank += 16
-    return found, stop
+    i = start
+    while i < size:
+        if found > room:
+            return found, i
+        if i + 16 <= size and (lo + i) % 16 == 0:
+            word = code_words[(lo + i) >> 4]
+            now = _resolved_now(word) if stage > 0 else _not_earlier(word)
+            for half in range(2):
+                flags = _spread(now >> np.uint64(32 * half)) << np.uint64(7)
+                if stage > 0:
+                    word = state_words[(i >> 3) + half]
+                    flags |= (_byte_matches(word, patterns[0]) | _byte_matches(word, patterns[1])
+                              | _byte_matches(word, patterns[2]))
+                while flags != 0:
+                    j = _lowest_bit(flags) >> 3
+                    flags &= flags - np.uint64(1)
+                    found = _settle_rank(stage, lo + i + 8 * half + j, i + 8 * half + j, state, codes, seeds_found,
+                                         found, True)
+            i += 16
+            continue
+        found = _settle_rank(stage, lo + i, i, state, codes, seeds_found, found, True)
+        i += 1
+    return found, size
 
 
 @njit(cache=True)
