@@ -895,7 +895,10 @@ class LeanLayer:
 
         def settle(lo: int, piece: np.ndarray) -> None:
             count = piece.shape[0]
-            words = piece if count % 8 == 0 else piece.base[: (count + 7) // 8 * 8]  # whole words (settle_block)
+            words = piece  # whole words (settle_block): the last block's piece of its buffer, padded
+            if count % 8:
+                assert isinstance(piece.base, np.ndarray), "a piece of a pass's buffer"
+                words = piece.base[: (count + 7) // 8 * 8]
             found_list = lists.get()
             try:
                 at = 0
