@@ -659,7 +659,10 @@ class LeanLayer:
         lock = threading.Lock()
         stop = threading.Event()
 
+        threads = numba.get_num_threads()  # numba's count is a thread's own: theirs as this one's
+
         def read_and_work() -> None:
+            numba.set_num_threads(threads)
             while True:
                 buffer = free.get()
                 if buffer is None or stop.is_set():
@@ -681,8 +684,8 @@ class LeanLayer:
                     finished.put((number, buffer, 0, 0, error))
                     return
 
-        threads = [threading.Thread(target=read_and_work, name=f"lean-pass-{n}", daemon=True) for n in range(workers)]
-        for thread in threads:
+        readers = [threading.Thread(target=read_and_work, name=f"lean-pass-{n}", daemon=True) for n in range(workers)]
+        for thread in readers:
             thread.start()
         waiting: dict[int, tuple[int, np.ndarray, int, int, BaseException | None]] = {}
         try:
@@ -709,9 +712,9 @@ class LeanLayer:
                 free.put(buffer)
         finally:
             stop.set()
-            for _ in threads:
+            for _ in readers:
                 free.put(None)
-            for thread in threads:
+            for thread in readers:
                 thread.join()
             os.close(descriptor)
         self.read += self.size

@@ -9,12 +9,13 @@ import subprocess
 import sys
 import time
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import build, disk, index, layer_state, lean, plan, retrograde, tables
+from solver import build, disk, exits, index, layer_state, lean, plan, retrograde, tables
 from solver.errors import BuildError, ScratchError
 from solver.layers import LayerStore
 
@@ -117,6 +118,29 @@ def test_one_thread_and_several_write_the_same_state_file_bytes(reference, tmp_p
     assert [a == b for a, b in zip(one[0], several[0])] == [True] * len(one[0])
     assert one[1:] == several[1:]  # the checksum, and each stage's seeds and predecessors told
     assert hashlib.sha256(several[0][-1]).hexdigest() == HASHES[seeds]
+
+
+def test_a_pass_runs_its_work_on_as_many_threads_as_the_caller_has(reference, tmp_path, monkeypatch):
+    # A pass's blocks are worked on by threads of its own; numba's thread count is each thread's own, so
+    # theirs is set to the caller's (here 1, as `--threads 1` sets it): the later exit passes use no more.
+    seeds = 13
+    counts = []
+    exit_pass = exits.exit_pass
+
+    def counted(*args):
+        counts.append(numba.get_num_threads())
+        return exit_pass(*args)
+
+    monkeypatch.setattr(exits, "exit_pass", counted)
+    store = LayerStore(seeds)
+    layer = lean.LeanLayer(seeds, str(tmp_path), store, index.RowTables(seeds).arrays, _groups(seeds, "each"),
+                           lambda m: store.put(m, reference.layer(m)))
+    assert index.layer_size(seeds) >= layer_state.SERIAL_SIZE  # one block, worked on with the threads it may have
+    with layer_state.thread_count(1):
+        layer.solve()
+    assert _digest(layer.values()[0][0 : index.layer_size(seeds)]) == HASHES[seeds]
+    layer.clear()
+    assert len(counts) == len(_groups(seeds, "each")) and set(counts) == {1}
 
 
 def test_a_failed_write_in_a_pass_of_several_threads_stops_in_one_line_and_resumes(reference, tmp_path, monkeypatch):
