@@ -1,6 +1,6 @@
 """The lean stages on one layer: time, and the bytes a position they hold resident, JSON out.
 
-    python benchmarks/lean.py --dir D --layer 24 [--memory 500M] [--tell-threads 1]
+    python benchmarks/lean.py --dir D --layer 24 [--memory 500M] [--threads T] [--tell-threads 1] [--settle-threads 1]
 
 D must hold the layers that layer N's captures reach (N-15..N-2); it is only
 read. Layer N is solved by solver.lean.LeanLayer with the exit groups
@@ -20,6 +20,8 @@ import tempfile
 import threading
 import time
 
+import numba
+
 from solver import build, index, lean, plan, tables
 from solver.layers import LayerStore
 
@@ -38,9 +40,13 @@ def main() -> None:
     parser.add_argument("--dir", required=True)
     parser.add_argument("--layer", type=int, required=True)
     parser.add_argument("--memory", default="500M")
-    parser.add_argument("--tell-threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None, help="numba's threads (default: every core)")
+    parser.add_argument("--tell-threads", type=int, default=None, help="default: --threads")
+    parser.add_argument("--settle-threads", type=int, default=None, help="default: --threads")
     args = parser.parse_args()
     seeds = args.layer
+    if args.threads:
+        numba.set_num_threads(args.threads)
     layout = plan.lean_plan(seeds, plan.parse_memory(args.memory))
     if layout is None:
         raise SystemExit(f"layer {seeds} does not fit the lean stages in {args.memory}")
@@ -75,13 +81,15 @@ def main() -> None:
         store.mark_loaded(m)
 
     with tempfile.TemporaryDirectory() as scratch:
-        layer = lean.LeanLayer(seeds, scratch, store, rows, layout["groups"], load, tell_threads=args.tell_threads)
+        layer = lean.LeanLayer(seeds, scratch, store, rows, layout["groups"], load, tell_threads=args.tell_threads,
+                               settle_threads=args.settle_threads)
         stats = layer.solve()
         layer.clear()
     done.set()
     size = index.layer_size(seeds)
     print(json.dumps({
-        "layer": seeds, "positions": size, "memory": args.memory, "tell_threads": args.tell_threads,
+        "layer": seeds, "positions": size, "memory": args.memory, "threads": numba.get_num_threads(),
+        "tell_threads": layer.tell_threads, "settle_threads": layer.settle_threads,
         "exit_passes": stats["exit_passes"], "seconds": stats["seconds"], "exit_seconds": stats["exit_seconds"],
         "pass_seconds": stats["pass_seconds"], "tell_seconds": stats["tell_seconds"],
         "base_bytes": base, "stage_peak_bytes": peak[0], "stage_bytes_per_position": (peak[0] - base) / size,

@@ -45,20 +45,24 @@ counts, already in the code's layout, to a counts file, read back as the
 stages' codes once the smaller layers are dropped; each later one raises the
 state file's pending codes in place. So the layer's own state is never
 resident beside its smaller layers, and the stages hold half a byte a
-position, their stack and a block of the state file.
+position, their stack and a few blocks of the state file.
 
 One state file, rewritten in place: a pass reads a block, works on it in
 memory and writes it back where it was. Doing a block twice gives what
 doing it once gives (a result is written where the codes say, an exit raised
 to the best so far), which is what makes a kill at any moment resumable:
 each block is recorded in the journal (LeanLayer, docs/DISK.md) before it is
-written back, and the codes, never saved, are rebuilt from the state file
-(rebuild_mark, rebuild_counts, rebuild_seeds).
+written back (that step not synced: the blocks are not either), and the
+codes, never saved, are rebuilt from the state file (rebuild_mark,
+rebuild_counts, rebuild_seeds).
 
-The exit passes use every thread; the passes and the propagation one by
-default (measured: docs/DISK.md). The propagation can take several
-(tell_threads), each with a stack of its own, updating a code with a
-compare-and-swap of the byte it shares with its neighbour. Files are created
+Every part uses every thread by default (measured: docs/DISK.md). A
+stage's pass is read and settled a block a thread, each thread taking the
+next block as it becomes free, while this one records the blocks' steps and
+writes them back in order (_rewrite): one block in flight, as on one thread,
+and no thread waits for another at each block's end. The propagation's
+threads (tell_threads) each have a stack of their own, updating a code with
+a compare-and-swap of the byte it shares with its neighbour. Files are created
 exclusively (never through a link), checked by a checksum as they are read
 (not zlib's CRC-32: it was the stages' bottleneck) and removed once used; a
 full disk stops the build in one line (BuildError), the last step kept.
@@ -73,12 +77,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import queue as queues
 import re
 import resource
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+import numba
 import numpy as np
 
 from . import exits, index, layer_state, lean_exits, stages, tables
@@ -110,6 +117,7 @@ from .lean_files import (
     read_window,
     remove_layer_files,
     state_name,
+    write_at,
     write_error,
 )
 from .lean_kernels import (
@@ -123,7 +131,7 @@ from .lean_kernels import (
     rebuild_mark,
     rebuild_seeds,
     set_code,
-    settle_chunk,
+    settle_block,
     tell_ranks,
     told,
     unresolved,
@@ -135,15 +143,17 @@ __all__ = ["EARLIER", "EXIT_BIT", "LOST", "WON", "LeanLayer", "RankQueue", "Stre
            "code_of", "counts_name", "exit_seen", "journal_path", "own_files", "remove_layer_files", "set_code",
            "state_name", "told", "unresolved"]
 
-CHUNK = 1 << 19  # ranks a sequential pass over the state file takes at a time (a multiple of BLOCK)
+CHUNK = 1 << 19  # seeds a thread of a pass lists at a time (a multiple of BLOCK; a block is whole chunks)
 EXIT_SLICE = 1 << 22  # the fewest ranks a block of the state file has (block_ranks)
-BLOCKS_A_PASS = 256  # a pass over the state file records a step (the journal) this many times at most
+BLOCKS_A_PASS = 1024  # a pass over the state file records a step (the journal) this many times at most: five
+# blocks (PASS_THREADS + 1) held at once come to 0.005 bytes a position
 STACK = 1 << 19  # resolved positions held in memory to tell of (24 bytes each), shared by the threads' stacks;
 # more go to the queue file
 ENTRY_BYTES = 8  # a queued entry: the rank (int64)
 # Bytes the lean stages hold beside the codes (the stack, a chunk of the state file and its seeds, a batch)
 # and the exit passes beside the smaller layers (a slice's bytes and counts, exit_pass's buffers):
-STAGE_BUFFERS = STACK * (24 + 2 * ENTRY_BYTES) + CHUNK * ENTRY_BYTES + (4 << 20)
+PASS_THREADS = 4  # the most threads a stage's pass reads and settles blocks with (each a block and a list of seeds)
+STAGE_BUFFERS = STACK * (24 + 2 * ENTRY_BYTES) + PASS_THREADS * CHUNK * ENTRY_BYTES + (4 << 20)
 EXIT_BUFFERS = layer_state.WORK_SLOTS * layer_state.BLOCK * 6 * 24 + (4 << 20)
 MIN_STACK = 2 * (layer_state.BATCH + layer_state.MAX_PREDECESSORS) + 2  # a batch's pushes and a refill fit
 
@@ -217,8 +227,9 @@ def block_ranks(size: int) -> int:
 
 
 def stage_buffer_bytes(size: int) -> int:
-    """Bytes the stages hold beside the codes (STAGE_BUFFERS and a block)."""
-    return STAGE_BUFFERS + block_ranks(size)
+    """Bytes the stages hold beside the codes (STAGE_BUFFERS and a block for
+    each thread of a pass and one being written back)."""
+    return STAGE_BUFFERS + (PASS_THREADS + 1) * block_ranks(size)
 
 
 def exit_buffer_bytes(size: int) -> int:
@@ -253,12 +264,12 @@ class LeanLayer:
     files. `groups` are the smaller layers by exit pass (plan.lean_plan);
     `load(m)` puts smaller layer m in `store` (checked). `stack`, `chunk`
     and `block` (default: STACK, CHUNK, block_ranks) are the stack's
-    entries, the ranks a stage's pass settles at a time and the ranks of a
-    block of the state file (a recorded step). `tell_threads` tell of the
-    stages' resolutions at once (1 by default: on this 2-core machine, busy
-    with other work, two threads that wait for each other at every
-    share-out took 8 times as long, docs/DISK.md), and `settle_threads`
-    settle each chunk of a stage's pass (1 by default, for the same reason).
+    entries, the most seeds a pass lists at a time and the ranks of a block
+    of the state file (a recorded step). `tell_threads` tell of the stages'
+    resolutions at once, and `settle_threads` (PASS_THREADS at most) read
+    and settle the blocks of a stage's pass at once, a block each (_rewrite);
+    both by default as many as numba has threads (the build's --threads),
+    1 for one thread (docs/DISK.md has what each costs).
 
     The journal (awele-NN.lean.json, written atomically, as the disk mode's:
     disk.encode_journal) records each step: an exit pass done, a stage
@@ -280,8 +291,9 @@ class LeanLayer:
 
     def __init__(self, seeds: int, scratch: str, store: LayerStore, rows: tuple[np.ndarray, ...],
                  groups: list[list[int]], load: Callable[[int], None], stack: int | None = None,
-                 chunk: int | None = None, block: int | None = None, tell_threads: int = 1,
-                 settle_threads: int = 1, kill_after: int | None = None, streamed: dict[str, int] | None = None,
+                 chunk: int | None = None, block: int | None = None, tell_threads: int | None = None,
+                 settle_threads: int | None = None, kill_after: int | None = None,
+                 streamed: dict[str, int] | None = None,
                  read: Callable[[int, int, int], np.ndarray] | None = None) -> None:
         self.size = index.layer_size(seeds)
         if streamed is not None and (read is None or len(groups) != 1 or streamed["slice"] % layer_state.BLOCK):
@@ -296,8 +308,8 @@ class LeanLayer:
         self.load = load
         self.streamed, self.read_window = streamed, read
         self.stack_size, self.chunk, self.block = stack, chunk, block
-        self.tell_threads = tell_threads
-        self.settle_threads = settle_threads
+        self.tell_threads = max(1, tell_threads or numba.get_num_threads())
+        self.settle_threads = min(PASS_THREADS, max(1, settle_threads or numba.get_num_threads()))
         self.kill_after = kill_after
         self.steps = 0
         self.journal: dict[str, Any] | None = None
@@ -402,10 +414,14 @@ class LeanLayer:
         """Remove every lean file of this layer (its table is written, or it starts over)."""
         remove_layer_files(self.scratch, self.seeds)
 
-    def _commit(self) -> None:
+    def _commit(self, sync: bool = True) -> None:
+        """Write the journal (atomically: a kill leaves the old one or the new);
+        synced unless not `sync` (a block's step: the blocks are not synced
+        either, and what a power cut loses of either, the checksums find)."""
         assert self.journal is not None, "resume() first"
         try:
-            tables.write_file_exclusively(journal_path(self.scratch, self.seeds), (encode_journal(self.journal),))
+            tables.write_file_exclusively(journal_path(self.scratch, self.seeds), (encode_journal(self.journal),),
+                                          sync=sync)
         except OSError as error:
             raise write_error(error, self.scratch, self.seeds) from None
         self.steps += 1
@@ -436,8 +452,10 @@ class LeanLayer:
         journal = self.resume()
         started = time.perf_counter()
         codes = np.zeros(((self.size + 1) // 2 + 7) // 8 * 8, dtype=np.uint8)  # whole words (settle_chunk)
-        self.buffer = np.empty((min(self.block, max(self.size, 1)) + 7) // 8 * 8, dtype=np.int8)
-        seeds_found = np.empty(min(self.chunk, self.buffer.shape[0]), dtype=np.int64)
+        self.buffers = [np.empty((min(self.block, max(self.size, 1)) + 7) // 8 * 8, dtype=np.int8)
+                        for _ in range(self.settle_threads + 1)]
+        self.buffer = self.buffers[0]
+        seeds_found = np.empty(max(16, min(self.chunk, self.buffer.shape[0])), dtype=np.int64)  # settle_block: 16
         resumed_at = journal["stage"] if self.resumed else None
         queue = RankQueue(self._path(queue_name(self.seeds)), self.scratch, self.seeds, segment=self.stack_size)
         try:
@@ -604,7 +622,7 @@ class LeanLayer:
         self._commit()
         os.remove(self._path(name))
 
-    def _rewrite(self, work: Callable[[int, np.ndarray], None], stage: int | None) -> None:
+    def _rewrite(self, work: Callable[[int, np.ndarray], None], stage: int | None, workers: int = 1) -> None:
         """One pass over the state file, rewritten in place a block at a time:
         work(lo, piece) changes the block's bytes (ranks lo..) in memory;
         before a changed block is written back, the step is recorded (the
@@ -617,36 +635,87 @@ class LeanLayer:
         blocks are not synced: a kill -9 leaves them in the page cache, and
         what a power cut loses is found by the checksums (the layer then
         starts over), where a sync a pass would write out each small layer's
-        file, otherwise kept in the page cache, once a stage."""
+        file, otherwise kept in the page cache, once a stage.
+
+        With `workers` threads (a stage's pass: settle_threads), the blocks
+        are read and worked on by them at once, each taking the next block
+        as it becomes free, `work` called from them (for blocks of its own);
+        this thread records the steps and writes the blocks back in order, one
+        block in flight at a time, as a pass on one thread does, while they
+        go on. So a thread that another process keeps waiting holds up only
+        its block, not each block's end (as a parallel loop a block did)."""
         journal = self.journal
         assert journal is not None, "resume() first"
         path = self._path(state_name(self.seeds))
         descriptor = self._open_state(write=True)
         total_old, before_old, done = self.state_sum, 0, 0
         expect, self.expect = self.expect, None
+        starts = range(0, self.size, self.block)
+        free: queues.SimpleQueue[np.ndarray | None] = queues.SimpleQueue()
+        for buffer in self.buffers[: workers + 1]:
+            free.put(buffer)
+        finished: queues.SimpleQueue[tuple[int, np.ndarray, int, int, BaseException | None]] = queues.SimpleQueue()
+        taken = [0]
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        threads = numba.get_num_threads()  # numba's count is a thread's own: theirs as this one's
+
+        def read_and_work() -> None:
+            numba.set_num_threads(threads)
+            while True:
+                buffer = free.get()
+                if buffer is None or stop.is_set():
+                    return
+                with lock:
+                    number = taken[0]
+                    taken[0] += 1
+                if number >= len(starts):
+                    free.put(buffer)
+                    return
+                lo = starts[number]
+                piece = buffer[: min(self.block, self.size - lo)]
+                try:
+                    pread_into(descriptor, piece, lo, path)
+                    old = int(checksum(piece, lo))
+                    work(lo, piece)
+                    finished.put((number, buffer, old, int(checksum(piece, lo)), None))
+                except BaseException as error:  # raised by the recording thread
+                    finished.put((number, buffer, 0, 0, error))
+                    return
+
+        readers = [threading.Thread(target=read_and_work, name=f"lean-pass-{n}", daemon=True) for n in range(workers)]
+        for thread in readers:
+            thread.start()
+        waiting: dict[int, tuple[int, np.ndarray, int, int, BaseException | None]] = {}
         try:
-            for number, lo in enumerate(range(0, self.size, self.block)):
-                piece = self.buffer[: min(self.block, self.size - lo)]
-                pread_into(descriptor, piece, lo, path)
-                old = int(checksum(piece, lo))
-                work(lo, piece)
-                new = int(checksum(piece, lo))
+            for number, lo in enumerate(starts):
+                while number not in waiting:
+                    item = finished.get()
+                    if item[4] is not None:
+                        raise item[4]
+                    waiting[item[0]] = item
+                _, buffer, old, new, _ = waiting.pop(number)
+                piece = buffer[: min(self.block, self.size - lo)]
                 before_old = (before_old + old) & MASK
                 if expect is not None and expect[0] == number and new != expect[1]:
                     raise ScratchError(f"{path} is not what its journal says (block {number}): damaged")
                 if new != old:
                     journal.update(stage=stage, **{"pass": [number, done, (total_old - before_old) & MASK, old, new]})
-                    self._commit()
-                    view = memoryview(piece.view(np.uint8))  # type: ignore[arg-type]  # an ndarray is a buffer
-                    written = 0
+                    self._commit(sync=False)
                     try:
-                        while written < len(view):
-                            written += os.pwrite(descriptor, view[written:], lo + written)
+                        write_at(descriptor, piece, lo)
                     except OSError as error:
                         raise write_error(error, self.scratch, self.seeds) from None
-                    self.written += len(view)
+                    self.written += piece.shape[0]
                 done = (done + new) & MASK
+                free.put(buffer)
         finally:
+            stop.set()
+            for _ in readers:
+                free.put(None)
+            for thread in readers:
+                thread.join()
             os.close(descriptor)
         self.read += self.size
         self.state_sum = done
@@ -821,19 +890,34 @@ class LeanLayer:
         if stage == 0:
             self.histogram[:] = 0
 
-        def settle(lo: int, piece: np.ndarray) -> None:
-            for start in range(0, piece.shape[0], self.chunk):
-                count = min(self.chunk, piece.shape[0] - start)
-                part = self.buffer[start : start + (count + 7) // 8 * 8]  # whole words (settle_chunk)
-                with layer_state.thread_count(self.settle_threads):
-                    found = settle_chunk(stage, first, lo + start, count, part, codes, seeds_found)
-                if found:
-                    queue.push(seeds_found[:found])
-                    total[0] += found
-                if stage == 0:
-                    value_counts(part[:count], seeds, self.histogram)
+        lock = threading.Lock()
+        lists: queues.SimpleQueue[np.ndarray] = queues.SimpleQueue()  # a list of seeds for each thread at work
+        lists.put(seeds_found)
+        for _ in range(self.settle_threads - 1):
+            lists.put(np.empty_like(seeds_found))
 
-        self._rewrite(settle, stage + 1)
+        def settle(lo: int, piece: np.ndarray) -> None:
+            count = piece.shape[0]
+            words = piece  # whole words (settle_block): the last block's piece of its buffer, padded
+            if count % 8:
+                assert isinstance(piece.base, np.ndarray), "a piece of a pass's buffer"
+                words = piece.base[: (count + 7) // 8 * 8]
+            found_list = lists.get()
+            try:
+                at = 0
+                while at < count:
+                    found, at = settle_block(stage, first, lo, at, count, words, codes, found_list)
+                    if found:
+                        with lock:
+                            queue.push(found_list[:found])
+                            total[0] += found
+            finally:
+                lists.put(found_list)
+            if stage == 0:
+                with lock:
+                    value_counts(piece, seeds, self.histogram)
+
+        self._rewrite(settle, stage + 1, self.settle_threads)
         if journal["stage"] != stage:
             journal["stage"] = stage
             self._commit()

@@ -39,7 +39,7 @@ def _mix(word: np.uint64, place: np.uint64) -> np.uint64:
     return term
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def checksum(data: np.ndarray, offset: int) -> np.uint64:
     """The checksum of bytes `data` lying at byte `offset` (a multiple of 8)
     of a file: the sum, wrapping at 2**64, of each 8-byte word mixed with

@@ -74,25 +74,49 @@ SETTLE_PIECE = 1 << 15  # ranks of a chunk a thread settles at a time (even: who
 NIBBLE_LOW = np.uint64(0x1111111111111111)  # the low bit of each nibble of a word
 BYTE_ONES = np.uint64(0x0101010101010101)
 BYTE_HIGH = np.uint64(0x8080808080808080)
+BYTE_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 
 
 @njit(cache=True, inline="always")
-def _any_byte(word, pattern):
-    """Whether any byte of `word` equals the byte repeated in `pattern`."""
+def _byte_matches(word, pattern):
+    """The high bit of each byte of `word` that equals the byte repeated in
+    `pattern`, exactly (no borrow from one byte to the next)."""
     diff = word ^ pattern
-    return ((diff - BYTE_ONES) & ~diff & BYTE_HIGH) != 0
+    nonzero = (((diff & BYTE_LOW7) + BYTE_LOW7) | diff) & BYTE_HIGH
+    return nonzero ^ BYTE_HIGH
 
 
 @njit(cache=True, inline="always")
-def _any_resolved_now(word):
-    """Whether any nibble of a word of codes is WON (15) or LOST (8)."""
+def _resolved_now(word):
+    """The low bit of each nibble of a word of codes that is WON (15) or LOST (8)."""
     won = word & (word >> np.uint64(1)) & (word >> np.uint64(2)) & (word >> np.uint64(3))
     lost = (word >> np.uint64(3)) & ~(word >> np.uint64(2)) & ~(word >> np.uint64(1)) & ~word
-    return ((won | lost) & NIBBLE_LOW) != 0
+    return (won | lost) & NIBBLE_LOW
 
 
 @njit(cache=True, inline="always")
-def _settle_rank(stage, rank, i, state, codes, seeds_found, found):
+def _spread(bits):
+    """Bit 4j of the low 32 bits of `bits` (j = 0..7) moved to bit 8j."""
+    x = bits & np.uint64(0x11111111)
+    x = (x | (x << np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    x = (x | (x << np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    return (x | (x << np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+
+
+DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+BIT_OF = np.zeros(64, dtype=np.int64)  # BIT_OF[i]: the bit whose product by DE_BRUIJN has i in its top 6 bits
+for _bit in range(64):
+    BIT_OF[((1 << _bit) * int(DE_BRUIJN) & 0xFFFFFFFFFFFFFFFF) >> 58] = _bit
+
+
+@njit(cache=True, inline="always")
+def _lowest_bit(word):
+    """The place of the lowest set bit of `word` (not 0)."""
+    return BIT_OF[((word & (~word + np.uint64(1))) * DE_BRUIJN) >> np.uint64(58)]
+
+
+@njit(cache=True, inline="always")
+def _settle_rank(stage, rank, i, state, codes, seeds_found, found, record):
     code = code_of(codes, rank)
     if code in (WON, LOST):
         state[i] = np.int8(stage + 1 if code == WON else -(stage + 1))
@@ -105,38 +129,53 @@ def _settle_rank(stage, rank, i, state, codes, seeds_found, found):
         if new != code:
             set_code(codes, rank, new)
             if new in (WON, LOST):
-                seeds_found[found] = rank
+                if record:
+                    seeds_found[found] = rank
                 found += 1
     return found
 
 
 @njit(cache=True, inline="always")
-def _settle_piece(stage, lo, start, stop, state, codes, seeds_found, state_words, code_words, patterns):
-    """settle_chunk for ranks lo+start..lo+stop-1; the seeds go to
-    seeds_found[start:], returns how many. Sixteen ranks at a time whose
-    codes hold no result of the last stage and whose state bytes hold none
-    of the stage's exits (`patterns`) are passed in three tests: most are."""
+def _settle_piece(stage, lo, start, stop, state, codes, seeds_found, state_words, code_words, patterns, record):
+    """settle_chunk for ranks lo+start..lo+stop-1; with `record` the seeds go
+    to seeds_found[start:]; returns how many. Sixteen ranks at a time: the
+    codes that hold a result of the last stage and the state bytes that hold
+    one of the stage's exits (`patterns`) are found a word at a time
+    (_resolved_now, _byte_matches), and only those ranks are settled, taken
+    a set bit at a time: the others have nothing to change."""
     found = start
     i = start
     while i < stop:
         if stage > 0 and i + 16 <= stop and (lo + i) % 16 == 0:
-            words = state_words[i >> 3], state_words[(i >> 3) + 1]
-            if not _any_resolved_now(code_words[(lo + i) >> 4]) and not (
-                    _any_byte(words[0], patterns[0]) or _any_byte(words[0], patterns[1])
-                    or _any_byte(words[0], patterns[2]) or _any_byte(words[1], patterns[0])
-                    or _any_byte(words[1], patterns[1]) or _any_byte(words[1], patterns[2])):
-                i += 16
-                continue
-            for j in range(i, i + 16):
-                found = _settle_rank(stage, lo + j, j, state, codes, seeds_found, found)
+            now = _resolved_now(code_words[(lo + i) >> 4])
+            for half in range(2):
+                word = state_words[(i >> 3) + half]
+                flags = (_byte_matches(word, patterns[0]) | _byte_matches(word, patterns[1])
+                         | _byte_matches(word, patterns[2])
+                         | (_spread(now >> np.uint64(32 * half)) << np.uint64(7)))
+                while flags != 0:
+                    j = _lowest_bit(flags) >> 3
+                    flags &= flags - np.uint64(1)
+                    found = _settle_rank(stage, lo + i + 8 * half + j, i + 8 * half + j, state, codes, seeds_found,
+                                         found, record)
             i += 16
             continue
-        found = _settle_rank(stage, lo + i, i, state, codes, seeds_found, found)
+        found = _settle_rank(stage, lo + i, i, state, codes, seeds_found, found, record)
         i += 1
     return found - start
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, inline="always")
+def _patterns(stage, first):
+    """The state bytes (repeated over a word) of the exits a stage's pass looks for: +stage, -stage, and at the
+    `first` stage no exit at all."""
+    exits = (stage, -stage, layer_state.NO_EXIT if first else -stage)
+    return (np.uint64(np.int64(layer_state.pending(exits[0])) & 0xFF) * BYTE_ONES,
+            np.uint64(np.int64(layer_state.pending(exits[1])) & 0xFF) * BYTE_ONES,
+            np.uint64(np.int64(layer_state.pending(exits[2])) & 0xFF) * BYTE_ONES)
+
+
+@njit(cache=True, parallel=True, nogil=True)
 def settle_chunk(stage: int, first: bool, lo: int, size: int, state: np.ndarray, codes: np.ndarray,
                  seeds_found: np.ndarray) -> int:
     """The pass over the state-file bytes of ranks lo..lo+size-1 (in
@@ -153,10 +192,7 @@ def settle_chunk(stage: int, first: bool, lo: int, size: int, state: np.ndarray,
     found = np.zeros(pieces, dtype=np.int64)
     state_words = state.view(np.uint64)
     code_words = codes.view(np.uint64)
-    exits = (stage, -stage, layer_state.NO_EXIT if first else -stage)
-    patterns = (np.uint64(np.int64(layer_state.pending(exits[0])) & 0xFF) * BYTE_ONES,
-                np.uint64(np.int64(layer_state.pending(exits[1])) & 0xFF) * BYTE_ONES,
-                np.uint64(np.int64(layer_state.pending(exits[2])) & 0xFF) * BYTE_ONES)
+    patterns = _patterns(stage, first)
     counter = np.zeros(1, dtype=np.int64)
     for _slot in prange(layer_state.WORK_SLOTS):
         while True:
@@ -165,7 +201,7 @@ def settle_chunk(stage: int, first: bool, lo: int, size: int, state: np.ndarray,
                 break
             start = piece * SETTLE_PIECE
             found[piece] = _settle_piece(stage, lo, start, min(size, start + SETTLE_PIECE), state, codes,
-                                         seeds_found, state_words, code_words, patterns)
+                                         seeds_found, state_words, code_words, patterns, True)
     total = 0
     for piece in range(pieces):
         start = piece * SETTLE_PIECE
@@ -173,6 +209,57 @@ def settle_chunk(stage: int, first: bool, lo: int, size: int, state: np.ndarray,
             seeds_found[total + k] = seeds_found[start + k]
         total += found[piece]
     return total
+
+
+@njit(cache=True, inline="always")
+def _not_earlier(word):
+    """The low bit of each nibble of a word of codes that is not EARLIER (7)."""
+    earlier = word & (word >> np.uint64(1)) & (word >> np.uint64(2)) & ~(word >> np.uint64(3))
+    return ~earlier & NIBBLE_LOW
+
+
+@njit(cache=True, nogil=True)
+def settle_block(stage: int, first: bool, lo: int, start: int, size: int, state: np.ndarray, codes: np.ndarray,
+                 seeds_found: np.ndarray) -> tuple[int, int]:
+    """settle_chunk over ranks lo+start..lo+size-1 of a block of the state file
+    (state[:size] holds ranks lo..), on the calling thread and without
+    holding Python's lock (a pass runs a block a thread: LeanLayer._rewrite),
+    the seeds listed in seeds_found, in rank order, until it has fewer than
+    16 places left; returns (how many, the index where it stopped: `size`
+    once done; the caller queues them and calls again from there). Sixteen
+    ranks at a time, the codes that hold a result of the last stage and the
+    state bytes that hold one of the stage's exits are found by word tests
+    (at the last stage, the codes not EARLIER), and only those ranks are
+    settled, a set bit at a time. `lo` is a multiple of 16; state and codes
+    are whole words."""
+    state_words = state.view(np.uint64)
+    code_words = codes.view(np.uint64)
+    patterns = _patterns(stage, first)
+    room = seeds_found.shape[0] - 16
+    found = 0
+    i = start
+    while i < size:
+        if found > room:
+            return found, i
+        if i + 16 <= size and (lo + i) % 16 == 0:
+            word = code_words[(lo + i) >> 4]
+            now = _resolved_now(word) if stage > 0 else _not_earlier(word)
+            for half in range(2):
+                flags = _spread(now >> np.uint64(32 * half)) << np.uint64(7)
+                if stage > 0:
+                    word = state_words[(i >> 3) + half]
+                    flags |= (_byte_matches(word, patterns[0]) | _byte_matches(word, patterns[1])
+                              | _byte_matches(word, patterns[2]))
+                while flags != 0:
+                    j = _lowest_bit(flags) >> 3
+                    flags &= flags - np.uint64(1)
+                    found = _settle_rank(stage, lo + i + 8 * half + j, i + 8 * half + j, state, codes, seeds_found,
+                                         found, True)
+            i += 16
+            continue
+        found = _settle_rank(stage, lo + i, i, state, codes, seeds_found, found, True)
+        i += 1
+    return found, size
 
 
 @njit(cache=True)
@@ -293,7 +380,7 @@ def tell_ranks(stage: int, seeds: int, codes: np.ndarray, ranks: np.ndarray, cou
         depths[thread] = depth
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def value_counts(state: np.ndarray, seeds: int, counts: np.ndarray) -> None:
     """Add the values of `state` (settled, in -seeds..seeds) to counts[d + seeds]."""
     for i in range(state.shape[0]):

@@ -233,12 +233,13 @@ def write_table(directory: str, seeds: int, values: Any, build_seconds: float = 
     return path
 
 
-def write_file_exclusively(path: str, parts: Iterable[bytes | np.ndarray]) -> int:
+def write_file_exclusively(path: str, parts: Iterable[bytes | np.ndarray], sync: bool = True) -> int:
     """Write the byte buffers `parts` to `path` atomically and never through a
     link: a temporary name created exclusively (O_EXCL | O_NOFOLLOW; a stale
     one of this process removed first, a link there is removed, not
-    followed), synced, then renamed over `path` (a rename replaces a link at
-    `path` itself, never its target). Returns the CRC-32 of what was written."""
+    followed), synced (unless not `sync`), then renamed over `path` (a rename
+    replaces a link at `path` itself, never its target). Returns the CRC-32
+    of what was written."""
     temporary = f"{path}{TEMPORARY_SUFFIX}-{os.getpid()}"
     if os.path.lexists(temporary):
         os.remove(temporary)
@@ -257,7 +258,8 @@ def write_file_exclusively(path: str, parts: Iterable[bytes | np.ndarray]) -> in
                 while done < len(view):
                     done += os.write(descriptor, view[done:])
                 crc = zlib.crc32(view, crc)
-            os.fsync(descriptor)
+            if sync:
+                os.fsync(descriptor)
         finally:
             os.close(descriptor)
         os.replace(temporary, path)

@@ -9,12 +9,13 @@ import subprocess
 import sys
 import time
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver import build, disk, index, layer_state, lean, plan, retrograde, tables
+from solver import build, disk, exits, index, layer_state, lean, plan, retrograde, tables
 from solver.errors import BuildError, ScratchError
 from solver.layers import LayerStore
 
@@ -83,6 +84,98 @@ def test_the_lean_stages_give_every_layer_the_in_memory_values(reference, tmp_pa
 def test_a_big_stack_and_chunks_give_the_same_values(reference, tmp_path):
     values, _, stats = _lean(LAYERS, reference, tmp_path, _groups(LAYERS, "one"))
     assert _digest(values) == HASHES[LAYERS] and stats["queued_bytes"] > 0  # the seeds of a chunk go through it
+
+
+def _state_bytes(seeds, reference, scratch, threads):
+    """Layer `seeds` solved with `threads` (tell, settle) threads, small blocks: the state file's bytes after
+    each stage's pass, its checksum and the stages' report."""
+    scratch.mkdir()
+    store = LayerStore(seeds)
+    layer = lean.LeanLayer(seeds, str(scratch), store, index.RowTables(seeds).arrays, _groups(seeds, "two"),
+                           lambda m: store.put(m, reference.layer(m)), stack=lean.MIN_STACK, chunk=CHUNK,
+                           block=_block(seeds, CHUNK, 8), tell_threads=threads[0], settle_threads=threads[1])
+    after = []
+    rewrite = layer._rewrite
+
+    def kept(work, stage, workers=1):
+        rewrite(work, stage, workers)
+        after.append(lean.read_window(os.path.join(str(scratch), lean.state_name(seeds)), 0, layer.size).tobytes())
+
+    layer._rewrite = kept
+    with layer_state.thread_count(2):
+        stats = layer.solve()
+    layer.clear()
+    return after, layer.state_sum, stats["stages"]
+
+
+@pytest.mark.parametrize("threads", [(2, 2), (1, 2), (2, 4)])
+def test_one_thread_and_several_write_the_same_state_file_bytes(reference, tmp_path, threads):
+    # Blocks of a few chunks, each pass about 32 of them: the threads of a pass take blocks out of order.
+    seeds = LAYERS
+    one = _state_bytes(seeds, reference, tmp_path / "one", (1, 1))
+    several = _state_bytes(seeds, reference, tmp_path / "several", threads)
+    assert len(one[0]) == len(several[0]) > seeds  # every exit pass past the first, every stage's pass
+    assert [a == b for a, b in zip(one[0], several[0])] == [True] * len(one[0])
+    assert one[1:] == several[1:]  # the checksum, and each stage's seeds and predecessors told
+    assert hashlib.sha256(several[0][-1]).hexdigest() == HASHES[seeds]
+
+
+def test_a_pass_runs_its_work_on_as_many_threads_as_the_caller_has(reference, tmp_path, monkeypatch):
+    # A pass's blocks are worked on by threads of its own; numba's thread count is each thread's own, so
+    # theirs is set to the caller's (here 1, as `--threads 1` sets it): the later exit passes use no more.
+    seeds = 13
+    counts = []
+    exit_pass = exits.exit_pass
+
+    def counted(*args):
+        counts.append(numba.get_num_threads())
+        return exit_pass(*args)
+
+    monkeypatch.setattr(exits, "exit_pass", counted)
+    store = LayerStore(seeds)
+    layer = lean.LeanLayer(seeds, str(tmp_path), store, index.RowTables(seeds).arrays, _groups(seeds, "each"),
+                           lambda m: store.put(m, reference.layer(m)))
+    assert index.layer_size(seeds) >= layer_state.SERIAL_SIZE  # one block, worked on with the threads it may have
+    with layer_state.thread_count(1):
+        layer.solve()
+    assert _digest(layer.values()[0][0 : index.layer_size(seeds)]) == HASHES[seeds]
+    layer.clear()
+    assert len(counts) == len(_groups(seeds, "each")) and set(counts) == {1}
+
+
+def test_a_failed_write_in_a_pass_of_several_threads_stops_in_one_line_and_resumes(reference, tmp_path, monkeypatch):
+    # The recording thread fails to write a block back (a full disk) while the other threads read ahead:
+    # the layer stops at that block's step, and a rerun resumes there with the values as recorded.
+    seeds, scratch = LAYERS, tmp_path / "scratch"
+    scratch.mkdir()
+    writes = [0]
+    write_at = lean.write_at
+
+    def full_later(descriptor, data, offset):
+        writes[0] += 1
+        if writes[0] > 25:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write_at(descriptor, data, offset)
+
+    def solve():
+        store = LayerStore(seeds)
+        layer = lean.LeanLayer(seeds, str(scratch), store, index.RowTables(seeds).arrays, _groups(seeds, "one"),
+                               lambda m: store.put(m, reference.layer(m)), stack=lean.MIN_STACK, chunk=CHUNK,
+                               block=_block(seeds, CHUNK, 8), settle_threads=2)
+        with layer_state.thread_count(2):
+            layer.solve()
+        return layer
+
+    monkeypatch.setattr(lean, "write_at", full_later)
+    with pytest.raises(BuildError, match=r"the scratch folder .* is full \(layer 14, lean stages\)"):
+        solve()
+    journal = disk.read_journal(lean.journal_path(str(scratch), seeds))
+    assert journal["stage"] is not None and journal["pass"] is not None  # stopped with a block in flight
+    monkeypatch.undo()
+    layer = solve()
+    assert layer.resumed
+    assert _digest(layer.values()[0][0 : index.layer_size(seeds)]) == HASHES[seeds]
+    layer.clear()
 
 
 # Codes ------------------------------------------------------------------------------
@@ -241,7 +334,7 @@ reference = retrograde.solve_up_to(seeds - 1, threads=1)
 store = LayerStore(seeds)
 layer = lean.LeanLayer(seeds, scratch, store, index.RowTables(seeds).arrays, {groups!r},
                        lambda m: store.put(m, reference.layer(m)), stack=lean.MIN_STACK, chunk={chunk}, block=block,
-                       kill_after=kill)
+                       kill_after=kill, tell_threads=2, settle_threads=2)  # a pass's blocks read out of order
 print("go", flush=True)
 started = time.perf_counter()
 with layer_state.thread_count(2):
