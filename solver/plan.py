@@ -63,8 +63,10 @@ LEAN_QUEUE_BYTES = 0.6  # bytes a position the lean stages' queue file may reach
 # positions (0.75 on layer 8), which QUEUE_FLOOR covers
 QUEUE_FLOOR = 64 << 20  # bytes the queue is planned at, at least
 JOURNAL_ROOM = 1 << 20  # the lean stages' journal and its temporary copy
-LEAN_SLOWDOWN = 2.2  # lean over in-memory seconds on the same layer (layer 24 under 500M, alternated: 2.21 and
-# 2.18, docs/PERFORMANCE.md "Lean stages"; its scratch traffic in the page cache)
+LEAN_SLOWDOWN = 1.4  # lean over in-memory seconds on the same layer, 2 threads (layer 24 quiet, alternated: 1.42 and
+# 1.26, docs/PERFORMANCE.md "Lean stages"; 2.2 before their passes and telling used both threads)
+LEAN_SLICE_SLOWDOWN = 2.2  # the same for the MPI build's lean slices, whose stages run one thread a process (layer
+# 24 under 500M in one process, alternated: 2.21 and 2.18, before the lean passes and telling took every thread)
 # The streamed exits (solver.lean_exits, docs/DISK.md "Streamed exits"), measured:
 LOOKUPS_A_POSITION = 0.8  # requests a position (captures into smaller layers), planned high: 0.44-0.71 sampled on
 # layers 14..48 (benchmarks/captures.py: 0.71 at 34, 0.69 at 48), 0.63 over the whole of layer 22 (docs/PERFORMANCE.md)
@@ -216,7 +218,7 @@ def lean_process_bytes(seeds: int, processes: int, threads: int = 1) -> int:
 def lean_slice_seconds(seeds: int, processes: int, layout: dict | None, compute: float, exchanged: float,
                        bandwidth: float) -> float:
     """The lean slices' time for layer `seeds` (a model): the in-memory
-    slices' compute times LEAN_SLOWDOWN, each exit pass past the first
+    slices' compute times LEAN_SLICE_SLOWDOWN, each exit pass past the first
     (EXIT_SCAN_SECONDS a position of the slice: its requests made again),
     the smaller layers' slices read from their files (TABLE_READ_SECONDS),
     the state file read and written once a stage and an exit pass
@@ -224,7 +226,7 @@ def lean_slice_seconds(seeds: int, processes: int, layout: dict | None, compute:
     share = slice_share(seeds, processes)
     passes = len(layout["groups"]) if layout else 1
     smaller = sum(slice_share(m, processes) for m in layer_state.exit_layers(seeds))
-    return (compute * LEAN_SLOWDOWN + (passes - 1) * share * EXIT_SCAN_SECONDS + smaller * TABLE_READ_SECONDS
+    return (compute * LEAN_SLICE_SLOWDOWN + (passes - 1) * share * EXIT_SCAN_SECONDS + smaller * TABLE_READ_SECONDS
             + 2 * share * (seeds + 1 + passes) / DISK_BANDWIDTH + exchanged / processes / bandwidth)
 
 
