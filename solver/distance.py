@@ -404,15 +404,24 @@ def _settle_batch(found, told, movers, opponents, count, new, cap, values, dista
         movers[settled] = movers[i]
         opponents[settled] = opponents[i]
         settled += 1
+    carry_rows(settled, found, movers, opponents, carried, carried_movers, carried_opponents, carry)
+    return settled
+
+
+@njit(cache=True, inline="always")
+def carry_rows(settled, found, movers, opponents, carried, carried_movers, carried_opponents, carry):
+    """The `settled` positions of a batch (found, with their words) carried
+    to the next frontier where carried has room: one atomic add a batch
+    reserves their rows (not one a position: the counter's line would
+    bounce); `carry` counts every one, so a frontier that outgrew the rows
+    knows to scan its blocks instead."""
     if settled:
-        # One atomic add a batch reserves its rows (not one a position: the counter's line would bounce).
         first = atomic_add(carry, 0, np.int64(settled))
         room = carried.shape[0]
         for i in range(min(settled, max(0, room - first))):
             carried[first + i] = found[i]
             carried_movers[first + i] = movers[i]
             carried_opponents[first + i] = opponents[i]
-    return settled
 
 
 @hot_kernel

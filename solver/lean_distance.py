@@ -105,6 +105,7 @@ from .distance import (
     START_SLICE,
     LayerDistances,
     carried_rows,
+    carry_rows,
     distance_histogram,
     for_file,
     start_pass,
@@ -312,13 +313,7 @@ def _settle_batch(found, told, movers, opponents, count, parity, distance, next_
         movers[settled] = movers[i]
         opponents[settled] = opponents[i]
         settled += 1
-    if settled:
-        first = atomic_add(carry, 0, np.int64(settled))
-        room = carried.shape[0]
-        for i in range(min(settled, max(0, room - first))):
-            carried[first + i] = found[i]
-            carried_movers[first + i] = movers[i]
-            carried_opponents[first + i] = opponents[i]
+    carry_rows(settled, found, movers, opponents, carried, carried_movers, carried_opponents, carry)
     return settled
 
 
