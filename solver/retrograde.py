@@ -192,7 +192,9 @@ class LayerSolver:
         if progress:
             progress("exits", 1.0)
         started = time.perf_counter()
-        scratch = make_scratch(numba.get_num_threads(), stack=stages.STACK)  # read here: tests set it
+        # stages.STACK read here: tests set it. The stages ply by ply gather a chunk's seeds in the stacks.
+        scratch = make_scratch(numba.get_num_threads(),
+                               stack=stages.STACK if distance_cap is None else max(stages.STACK, stages.SEED_ROWS))
 
         def sweep(stage, active, next_flags):
             return propagate(stage, seeds, 0, self.values, self.counts, active, next_flags, self.rows, scratch, size,

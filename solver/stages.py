@@ -526,6 +526,7 @@ PLY_ROWS_CHUNK = 1 << 10  # carried rows (or listed ranks) a thread takes at onc
 PLY_BLOCKS_CHUNK = 16  # flagged blocks a thread scans at once
 SERIAL_PLY_ROWS = 1 << 13  # a ply of this few rows runs on one thread (waking the other costs more)
 SERIAL_PLY_BLOCKS = 1 << 13  # a ply scanning this few blocks runs on one thread
+SEED_ROWS = SEED_CHUNK * BLOCK  # ranks seed_ply scans at once: the rows of each thread's stack it gathers them in
 LOST = np.uint64(1) << np.uint64(63)  # a carried row's mover word with this bit: the position was lost (-stage)
 
 
@@ -707,11 +708,14 @@ def ply_pass(
 
 @hot_kernel
 def _seed_ply_block(stage, seeds, start, stop, values, counts, value_words, distance, flags, rows, plus, minus,
-                    first_stage):
+                    first_stage, local_movers, local_opponents, carried_movers, carried_opponents, carry):
     """The seeds of ranks start..stop-1 (lined layout), resolved with
     distance 1, or 0 for one without a legal move (looked for only in the
     layer's first stage, `first_stage`: rules 5 and 6 end the game at
-    ±seeds), their blocks flagged. Returns how many."""
+    ±seeds), their blocks flagged. Past the first stage each is carried to
+    ply 1 as _tell_ply carries (its words gathered in local_movers and
+    local_opponents, which hold a row a rank, then reserved at once).
+    Returns how many."""
     count = 0
     mover = np.uint64(0)
     run_first = run_length = run_start = 0
@@ -729,40 +733,54 @@ def _seed_ply_block(stage, seeds, start, stop, values, counts, value_words, dist
                 if value == 0:
                     continue
                 values[at] = value
+                if not run_first <= rank < run_first + run_length:
+                    mover, run_first, run_length, run_start = index.unrank_row(seeds, rank, rows[0], rows[1], rows[3])
+                opponent = rows[2][run_start + rank - run_first]
                 byte = 1
                 if first_stage:
-                    if not run_first <= rank < run_first + run_length:
-                        mover, run_first, run_length, run_start = index.unrank_row(seeds, rank, rows[0], rows[1],
-                                                                                   rows[3])
-                    if legal_mask(mover, rows[2][run_start + rank - run_first]) == 0:
+                    if legal_mask(mover, opponent) == 0:
                         byte = 0
+                else:
+                    local_movers[count] = mover | LOST if value < 0 else mover
+                    local_opponents[count] = opponent
                 distance[rank] = byte
                 flags[rank // BLOCK] = 1
                 count += 1
+    if count and not first_stage:
+        first = atomic_add(carry, 0, np.int64(count))
+        for i in range(min(count, max(0, carried_movers.shape[0] - first))):
+            carried_movers[first + i] = local_movers[i]
+            carried_opponents[first + i] = local_opponents[i]
     return count
 
 
 @njit(cache=True, parallel=True)
 def seed_ply(stage: int, seeds: int, size: int, values: np.ndarray, value_words: np.ndarray, distance: np.ndarray,
-             flags: np.ndarray, rows: tuple[np.ndarray, ...]) -> int:
+             flags: np.ndarray, rows: tuple[np.ndarray, ...], scratch: "Scratch", carried_movers: np.ndarray,
+             carried_opponents: np.ndarray, carry: np.ndarray) -> int:
     """Resolve the stage's seeds (as seed_stage, lined layout) with their
     distances, 1 (0 without a legal move), and flag their blocks; returns
-    how many. Nothing is told: ply 1 (0 and 1 in the layer's first stage)
-    finds them in their blocks."""
+    how many. Nothing is told: ply 1 takes them from the rows carried here
+    (past the layer's first stage, when they all fit), else finds them in
+    their blocks (ply 0 and 1 in the first stage)."""
     counts = values.view(np.uint8)
     blocks = flags.shape[0]
     plus = np.uint64(np.int64(pending(stage)) & 0xFF) * BYTE_ONES
     minus = np.uint64(np.int64(pending(-stage)) & 0xFF) * BYTE_ONES
     counter = np.zeros(1, dtype=np.int64)
     found = np.zeros(WORK_SLOTS, dtype=np.int64)
+    local_movers = scratch.stack_movers  # make_scratch(stack=SEED_ROWS) at least
+    local_opponents = scratch.stack_opponents
     for slot in prange(WORK_SLOTS):
+        thread = numba.get_thread_id()
         while True:
             first = take(counter, SEED_CHUNK)
             if first >= blocks:
                 break
             stop = min(size, (first + SEED_CHUNK) * BLOCK)
             found[slot] += _seed_ply_block(stage, seeds, first * BLOCK, stop, values, counts, value_words, distance,
-                                           flags, rows, plus, minus, stage == seeds)
+                                           flags, rows, plus, minus, stage == seeds, local_movers[thread],
+                                           local_opponents[thread], carried_movers, carried_opponents, carry)
     return found.sum()
 
 
@@ -999,15 +1017,19 @@ def run_stages_by_ply(
     try:
         for stage in range(seeds, 0, -1):
             found = plies = seeded = 0
+            carry[0] = 0
             if codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF]:
                 tick = time.perf_counter()
                 with thread_count(1 if size < SERIAL_SIZE else None):
-                    seeded = int(seed_ply(stage, seeds, size, values, value_words, distance, flags, rows))
+                    seeded = int(seed_ply(stage, seeds, size, values, value_words, distance, flags, rows, scratch,
+                                          *carried, carry))
                 seed_seconds += time.perf_counter() - tick
             found = seeded
             resolved_total += seeded
             ply = 0 if stage == seeds else 1  # ply 0: the first stage's positions without a move
-            given_rows = -1  # the rows carried to this ply, every one of its positions; -1: not all
+            # The rows carried to this ply, every one of its positions; -1: not all (its blocks are scanned).
+            given_rows = int(carry[0]) if stage < seeds and carry[0] <= room else -1
+            carried, given = given, carried
             ranks = empty  # past the cap without the rows: the ranks the last ply listed
             while seeded and given_rows != 0:
                 with_words = given_rows > 0
