@@ -82,7 +82,7 @@ def solve_by_ply(seeds, store, rows=None, cap=DISTANCE_CAP, threads=None):
         solver = retrograde.LayerSolver(seeds, store, rows)
         solver.exits(layer_state.exit_layers(seeds))
         stats = solver.solve(distance_cap=cap)
-    assert stats["stages"] and solver.distances.stats["distance_by_ply"]
+    assert len(stats["stages"]) == seeds and solver.distances.stats["distance_by_ply"]
     return solver.distances
 
 
@@ -136,7 +136,7 @@ def test_the_stages_ply_by_ply_agree_whatever_rows_a_ply_carries_and_the_threads
 
 
 def test_a_resumed_state_cannot_run_ply_by_ply():
-    store = retrograde.solve_up_to(5)
+    store = retrograde.solve_up_to(6)
     solver = retrograde.LayerSolver(6, store)
     solver.exits(layer_state.exit_layers(6))
     with pytest.raises(ValueError, match="holds no distances"):
