@@ -1054,5 +1054,5 @@ def build_distances_sliced(seeds: int, store: LayerStore, bounds: list[int], gro
 
 
 __all__ = ["DERIVE", "DERIVED", "DISTANCE_CAP", "NO_DISTANCE", "DistanceSolver", "DistanceSpread", "LayerDistances",
-           "build_distances", "by_ply", "build_distances_sliced", "distance_at", "distance_histogram", "distance_spread",
-           "exit_bytes", "for_file", "layer_distances", "sliced_plan"]
+           "build_distances", "build_distances_sliced", "by_ply", "distance_at", "distance_histogram",
+           "distance_spread", "exit_bytes", "for_file", "layer_distances", "sliced_plan"]
