@@ -16,6 +16,13 @@ the side ahead converts as fast as it can and the side behind holds out as
 long as it can, neither giving up any value: the Oware analogue of
 Syzygy's DTZ. It is finite wherever v != 0.
 
+A layer built in memory from its start gets its distances from its value
+stages run ply by ply (solver.stages.run_stages_by_ply; by_ply here
+finishes them): the ply at which a stage resolves a position is its
+distance. This module's pass is for the others (a resumed layer, the disk
+mode, MPI, a folder of values alone, a budget too small beside the stages)
+and for the tests, and gives the same bytes.
+
 It depends only on layer n's finished values and on the values of the
 layers its captures reach (n-15..n-2), so it is a second retrograde pass,
 over finished values, with the builder's move generation and un-sowing

@@ -16,6 +16,11 @@ owner, so every resolved position is propagated exactly once. Sweeps
 repeat until one finds nothing FRESH; flags for the next sweep go to a
 second array, so none is lost while a sweep reads the first.
 
+The build with distances runs a layer's stages breadth first instead,
+ply by ply (run_stages_by_ply: seed_ply, ply_pass), writing each
+position's distance to conversion as it resolves it; see the section
+above seed_ply's kernels and docs/DISTANCES.md, "Building them".
+
 run_stages runs the stages, seeded and swept, for a layer (solver.retrograde),
 a slice of one (solver.distributed) and an explicit graph (solver.graph_stages).
 The disk mode (solver.disk) runs seed_stage, propagate and tell_received on
