@@ -361,11 +361,12 @@ def _solve_in_memory(seeds: int, directory: str, store: LayerStore, budget: int,
         load_seconds += time.perf_counter() - started
         solver.exits(group)
     # The stages ply by ply write the distances as they go (a byte a position beside them): no separate pass.
-    by_ply = distances and first_stage is None and (BASE_BYTES + working + store.resident_bytes()
-                                                    + distance.working_bytes(solver.size) <= budget)
+    # What the budget leaves beside them carries the large plies' rows (stages.ply_rows).
+    spare = budget - (BASE_BYTES + working + store.resident_bytes() + distance.working_bytes(solver.size))
+    by_ply = distances and first_stage is None and spare >= 0
     stats = solver.solve(progress, first_stage=first_stage,
                          after_stage=None if checkpoints is None else checkpoints.after_stage(solver),
-                         distance_cap=distance.DISTANCE_CAP if by_ply else None)
+                         distance_cap=distance.DISTANCE_CAP if by_ply else None, spare=spare)
     stats["resumed_at_stage"] = first_stage
     return stats, load_seconds, solver.distances
 

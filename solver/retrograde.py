@@ -174,7 +174,8 @@ class LayerSolver:
         self.exit_lookups = lookups
 
     def solve(self, progress: Callable[[str, float], None] | None = None, first_stage: int | None = None,
-              after_stage: Callable[[int], None] | None = None, distance_cap: int | None = None) -> dict[str, Any]:
+              after_stage: Callable[[int], None] | None = None, distance_cap: int | None = None,
+              spare: int = 0) -> dict[str, Any]:
         """Run the stages; return stats. The layer is then loaded in the store.
         `first_stage` resumes at that stage a state `after_stage(stage)` saw
         (solver.disk checkpoints it there: self.values is the state).
@@ -182,7 +183,8 @@ class LayerSolver:
         stages run breadth first, ply by ply, and write the layer's distances
         to conversion as they resolve each position (stages.run_stages_by_ply):
         they are then in `self.distances` (distance.LayerDistances), the same
-        as distance.layer_distances gives; a resumed state has lost them."""
+        as distance.layer_distances gives; a resumed state has lost them.
+        `spare`: bytes of the budget the plies may carry more rows in."""
         missing = [m for m in exit_layers(self.seeds) if m not in self.done]
         if missing or not self.passes:
             raise ValueError(f"layer {self.seeds}: no exit pass yet over layers {missing}")
@@ -211,7 +213,7 @@ class LayerSolver:
             padded = np.full((size + 7) // 8 * 8, distance.UNSETTLED, dtype=np.uint8)
             reports, seed_seconds, overflow = run_stages_by_ply(seeds, self.values, self.value_words, size, padded,
                                                                 self.rows, scratch, distance_cap, progress,
-                                                                after_stage)
+                                                                after_stage, spare)
         working = self.working_bytes
         slot = self.store.layer(seeds)
         with thread_count(1 if size < SERIAL_SIZE else None):

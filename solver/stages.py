@@ -526,7 +526,12 @@ def propagate_stage(
 # keep no value; they only counted down, as in the depth-first stages.
 
 PLY_ROWS = 3 << 19  # rows (a position's words, its sign in the mover's top bit: 16 bytes) a ply carries to the
-# next, twice: 48 MiB at most, as the separate pass's carried rows (distance.working_bytes counts them)
+# next at least, twice: 48 MiB, as the separate pass's carried rows (distance.working_bytes counts them)
+PLY_SHARE = 32  # and at most 1/32 of the layer, when the budget holds them (a byte a position, both buffers): the
+# largest ply of layer 24 holds 2.2% of it (8.4 M positions); a ply beyond the rows is found by a scan of its
+# blocks, at about half the rate (layer 24: 55 plies scanned took 28.8 s for 151 M positions, 1,171 told from
+# rows 6.9 s for 67 M)
+ROW_BYTES = 32  # a row in both buffers
 PLY_ROWS_CHUNK = 1 << 10  # carried rows (or listed ranks) a thread takes at once
 PLY_BLOCKS_CHUNK = 16  # flagged blocks a thread scans at once
 SERIAL_PLY_ROWS = 1 << 13  # a ply of this few rows runs on one thread (waking the other costs more)
@@ -535,11 +540,11 @@ SEED_ROWS = SEED_CHUNK * BLOCK  # ranks seed_ply scans at once: the rows of each
 LOST = np.uint64(1) << np.uint64(63)  # a carried row's mover word with this bit: the position was lost (-stage)
 
 
-def ply_rows(size: int) -> int:
+def ply_rows(size: int, spare: int = 0) -> int:
     """The rows a ply of a layer of `size` positions carries to the next:
-    PLY_ROWS at most, 3/128 of the layer else (a ply larger is dense, and
-    found again by scanning its blocks costs little more than carrying)."""
-    return min(PLY_ROWS, max(3 << 11, size * 3 >> 7), max(1, size))
+    PLY_ROWS, and as many more as `spare` bytes hold (beyond those
+    distance.working_bytes counts), up to 1/PLY_SHARE of the layer."""
+    return min(max(1, size), max(3 << 11, size // PLY_SHARE), PLY_ROWS + max(0, spare) // ROW_BYTES)
 
 
 @njit(cache=True, inline="always")
@@ -990,6 +995,7 @@ def run_stages_by_ply(
     cap: int,
     progress: Callable[[str, float], None] | None = None,
     after_stage: Callable[[int], None] | None = None,
+    spare: int = 0,
 ) -> tuple[list[StageReport], float, np.ndarray]:
     """The stages of a whole layer in the lined layout (`size` ranks) run
     breadth first, ply by ply, each position's distance to conversion
@@ -998,7 +1004,7 @@ def run_stages_by_ply(
     the separate pass (solver.distance) for every position resolved (`cap`
     and more: `cap`, the exact distance in the overflow rows). A ply's
     positions are told from the rows the last ply carried when they all
-    fit (ply_rows), else found again in the flagged blocks by their
+    fit (ply_rows: more with `spare` bytes of the budget), else found again in the flagged blocks by their
     distance byte and value, or past the cap from the ranks it listed.
     Endless play is left pending, as with `lined_ranks` (compact_lines),
     and its bytes untouched. Returns (the stage reports, their sweeps being
@@ -1007,7 +1013,7 @@ def run_stages_by_ply(
     blocks = (size + BLOCK - 1) // BLOCK
     flags = np.zeros(blocks, dtype=np.uint8)
     codes = line_histogram(values, size)
-    room = ply_rows(size)
+    room = ply_rows(size, spare)
     carried = (np.empty(room, dtype=np.uint64), np.empty(room, dtype=np.uint64))
     given = (np.empty(room, dtype=np.uint64), np.empty(room, dtype=np.uint64))
     carry = np.zeros(1, dtype=np.int64)

@@ -76,12 +76,12 @@ def test_every_distance_matches_the_naive_reference_to_layer_10(seeds):
     check_against_naive(store, {seeds: solve_by_ply(seeds, store)}, seeds)  # the build's way: the stages ply by ply
 
 
-def solve_by_ply(seeds, store, rows=None, cap=DISTANCE_CAP, threads=None):
+def solve_by_ply(seeds, store, rows=None, cap=DISTANCE_CAP, threads=None, spare=0):
     """Layer `seeds` solved again in `store` with its stages ply by ply: the distances they wrote."""
     with layer_state.thread_count(threads):
         solver = retrograde.LayerSolver(seeds, store, rows)
         solver.exits(layer_state.exit_layers(seeds))
-        stats = solver.solve(distance_cap=cap)
+        stats = solver.solve(distance_cap=cap, spare=spare)
     assert len(stats["stages"]) == seeds and solver.distances.stats["distance_by_ply"]
     return solver.distances
 
@@ -129,10 +129,23 @@ def test_the_stages_ply_by_ply_agree_whatever_rows_a_ply_carries_and_the_threads
             got = solve_by_ply(seeds, again, threads=threads)
             assert np.array_equal(again.layer(seeds), store.layer(seeds)), seeds
             assert np.array_equal(got.distance, found[seeds].distance), (threads, seeds)
+    # Rows the budget spares beside the stages: a ply carries more of them (here 7 + 100), the rest scanned.
+    again = LayerStore(LAYERS)
+    for seeds in range(LAYERS + 1):
+        got = solve_by_ply(seeds, again, threads=2, spare=100 * stages.ROW_BYTES)
+        assert np.array_equal(got.distance, found[seeds].distance), seeds
     again = LayerStore(LAYERS)
     for seeds in range(LAYERS + 1):
         got = solve_by_ply(seeds, again, cap=3)
         assert np.array_equal(got.overflow, layer_distances(seeds, store, cap=3).overflow), seeds
+
+
+def test_a_ply_carries_as_many_rows_as_the_budget_spares_up_to_a_share_of_its_layer():
+    size = 1 << 34
+    assert stages.ply_rows(size) == stages.ply_rows(size, -1) == stages.PLY_ROWS
+    assert stages.ply_rows(size, 64 << 20) == stages.PLY_ROWS + (64 << 20) // stages.ROW_BYTES
+    assert stages.ply_rows(size, 1 << 50) == size // stages.PLY_SHARE
+    assert stages.ply_rows(1000, 1 << 50) == 1000  # a small layer: every position at once
 
 
 def test_a_resumed_state_cannot_run_ply_by_ply():
