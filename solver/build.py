@@ -297,7 +297,7 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
     again from the start, in one line that says so, when the check fails.
     With `distances`, the file holds the layer's distances too (solver.distance)."""
     while True:
-        stats, load_seconds, exits = _solve_in_memory(seeds, directory, store, budget, rows, progress, checkpoints,
+        stats, load_seconds, found = _solve_in_memory(seeds, directory, store, budget, rows, progress, checkpoints,
                                                       distances)
         first_stage = stats["resumed_at_stage"]
         if first_stage is None or checkpoints is None:
@@ -309,7 +309,8 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
                  f"({problem}): it is built again from the start, its checkpoint removed")
         checkpoints.clear()
         store.drop(seeds)
-    found = _distances(seeds, directory, store, budget, rows, exits) if distances else None
+    if distances and found is None:  # resumed, or no room beside the stages: the separate pass
+        found = _distances(seeds, directory, store, budget, rows)
     stats.update(found.stats if found else {})
     started = time.perf_counter()
     tables.write_table(
@@ -331,11 +332,12 @@ def build_layer(seeds: int, directory: str, store: LayerStore, budget: int, rows
 
 def _solve_in_memory(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...],
                      progress: Callable | None, checkpoints: LayerCheckpoints | None, distances: bool = False
-                     ) -> tuple[dict[str, Any], float, np.ndarray | None]:
+                     ) -> tuple[dict[str, Any], float, distance.LayerDistances | None]:
     """Layer `seeds` solved in its slot of `store` (build_layer), resumed where
-    `checkpoints` say; (stats, seconds spent loading smaller layers, its exit
-    values as the distance pass starts from them: kept with `distances`
-    when the budget holds them beside the stages, else None)."""
+    `checkpoints` say; (stats, seconds spent loading smaller layers, its
+    distances: with `distances`, when the layer is built from its start
+    and the budget holds its distance bytes beside the stages, these run
+    ply by ply and write them; else None)."""
     working = working_bytes(seeds)
     wanted = set(layer_state.exit_layers(seeds))
     # Layers no longer needed by this layer or the next go first; the one just
@@ -358,14 +360,15 @@ def _solve_in_memory(seeds: int, directory: str, store: LayerStore, budget: int,
                 _load(directory, store, m)
         load_seconds += time.perf_counter() - started
         solver.exits(group)
-    # The exit values, a byte a position beside the stages, spare the distance pass every capture (its start).
-    keep = distances and first_stage is None and (BASE_BYTES + working + store.resident_bytes()
-                                                  + distance.working_bytes(solver.size) <= budget)
-    exits = distance.exit_bytes(solver.values, solver.size) if keep else None
+    # The stages ply by ply write the distances as they go (a byte a position beside them): no separate pass.
+    # What the budget leaves beside them carries the large plies' rows (stages.ply_rows).
+    spare = budget - (BASE_BYTES + working + store.resident_bytes() + distance.working_bytes(solver.size))
+    by_ply = distances and first_stage is None and spare >= 0
     stats = solver.solve(progress, first_stage=first_stage,
-                         after_stage=None if checkpoints is None else checkpoints.after_stage(solver))
+                         after_stage=None if checkpoints is None else checkpoints.after_stage(solver),
+                         distance_cap=distance.DISTANCE_CAP if by_ply else None, spare=spare)
     stats["resumed_at_stage"] = first_stage
-    return stats, load_seconds, exits
+    return stats, load_seconds, solver.distances
 
 
 RESUMED_SAMPLE = 10_000  # positions of a resumed layer checked, when it is too large to check whole
@@ -403,15 +406,14 @@ def check_resumed(directory: str, seeds: int, store: LayerStore, budget: int, va
     return f"{wrong:,} of {RESUMED_SAMPLE:,} positions drawn disagree with their moves" if wrong else ""
 
 
-def _distances(seeds, directory, store, budget, rows, exits=None):
-    """The distances of layer `seeds`, solved in `store` (solver.distance), from
-    its `exits` when kept (no smaller layer needed), or None when the budget
-    cannot hold them."""
-    groups = [] if exits is not None else distance_groups(seeds, budget)
+def _distances(seeds, directory, store, budget, rows):
+    """The distances of layer `seeds`, solved in `store`, by the separate pass
+    (solver.distance), or None when the budget cannot hold them."""
+    groups = distance_groups(seeds, budget)
     if groups is None:
         return None
     return distance.build_distances(seeds, store, groups, rows, lambda m: _load(directory, store, m),
-                                    lambda keep, need, working: _make_room(store, keep, need, budget, working), exits)
+                                    lambda keep, need, working: _make_room(store, keep, need, budget, working))
 
 
 def add_distances(seeds: int, directory: str, store: LayerStore, budget: int, rows: tuple[np.ndarray, ...],
@@ -488,8 +490,10 @@ def _warm_up(max_seeds, distances=False):
     and a few bytes, and start numba's threads, so that no layer's time includes it."""
     store = retrograde.solve_up_to(min(8, max_seeds))
     if distances:
-        distance.layer_distances(min(8, max_seeds), store)
-        distance.exit_bytes(np.zeros(layer_state.LINE, dtype=np.int8), 1)
+        distance.layer_distances(min(8, max_seeds), store)  # the separate pass (disk mode, a folder of values)
+        solver = retrograde.LayerSolver(min(8, max_seeds), store)  # the stages ply by ply
+        solver.exits(layer_state.exit_layers(solver.seeds))
+        solver.solve(distance_cap=distance.DISTANCE_CAP)
     tables.fletcher32(np.frombuffer(bytes(2), dtype=np.uint8))  # read-only, as the writer passes it
     tables.byte_histogram(np.zeros(1, dtype=np.int8))
 

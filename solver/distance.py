@@ -16,6 +16,13 @@ the side ahead converts as fast as it can and the side behind holds out as
 long as it can, neither giving up any value: the Oware analogue of
 Syzygy's DTZ. It is finite wherever v != 0.
 
+A layer built in memory from its start gets its distances from its value
+stages run ply by ply (solver.stages.run_stages_by_ply; by_ply here
+finishes them): the ply at which a stage resolves a position is its
+distance. This module's pass is for the others (a resumed layer, the disk
+mode, MPI, a folder of values alone, a budget too small beside the stages)
+and for the tests, and gives the same bytes.
+
 It depends only on layer n's finished values and on the values of the
 layers its captures reach (n-15..n-2), so it is a second retrograde pass,
 over finished values, with the builder's move generation and un-sowing
@@ -925,6 +932,51 @@ def distance_spread(seeds: int, values: np.ndarray, distance: np.ndarray, overfl
     return DistanceSpread(ahead, behind, int(out[0]), int(out[1]), int(out[2]), int(out[3]))
 
 
+SETTLE_CHUNK = 1 << 16  # ranks settle_by_ply takes at once
+
+
+@njit(cache=True, parallel=True)
+def _settle_by_ply(values: np.ndarray, distance: np.ndarray) -> int:
+    """NO_DISTANCE where the value is 0; returns how many positions with
+    another value are left UNSETTLED (none, when the values are right)."""
+    chunks = (values.shape[0] + SETTLE_CHUNK - 1) // SETTLE_CHUNK
+    left = np.zeros(chunks, dtype=np.int64)
+    for chunk in prange(chunks):
+        for rank in range(chunk * SETTLE_CHUNK, min(values.shape[0], chunk * SETTLE_CHUNK + SETTLE_CHUNK)):
+            if values[rank] == 0:
+                distance[rank] = NO_DISTANCE
+            elif distance[rank] == UNSETTLED:
+                left[chunk] += 1
+    return left.sum()
+
+
+def by_ply(seeds: int, values: np.ndarray, padded: np.ndarray, overflow: np.ndarray, plies: int,
+           cap: int = DISTANCE_CAP) -> LayerDistances:
+    """The distances of layer `seeds` as its stages run ply by ply wrote
+    them (stages.run_stages_by_ply: every position resolved has its byte,
+    `cap` for one whose exact distance is in the `overflow` rows) once its
+    finished `values` are in its slot: NO_DISTANCE where the value is 0, as
+    the separate pass gives. `padded` is the bytes padded to whole words.
+    Raises BuildError when a position with a value other than 0 has none."""
+    started = time.perf_counter()
+    size = values.shape[0]
+    distance = padded[:size]
+    with thread_count(1 if size < SERIAL_SIZE else None):
+        left = int(_settle_by_ply(values, distance))
+    if left:
+        raise BuildError(f"layer {seeds}: {left} positions with a value other than 0 have no distance to conversion "
+                         "after the stages ran ply by ply")
+    stats = {
+        "distance_seconds": time.perf_counter() - started,  # the plies' own cost is in the stages' time
+        "distance_by_ply": True,
+        "distance_plies": plies,
+        "longest_distance": _longest(distance, overflow, cap),
+        "distance_overflow": int(overflow.shape[0]),
+        "distance_working_bytes": working_bytes(size),
+    }
+    return LayerDistances(distance, overflow, stats)
+
+
 def exit_bytes(lined: np.ndarray, size: int) -> np.ndarray:
     """The exit values of a layer's `size` positions, from its working state
     in the lined layout between its exit passes and its stages, as the
@@ -1018,5 +1070,5 @@ def build_distances_sliced(seeds: int, store: LayerStore, bounds: list[int], gro
 
 
 __all__ = ["DERIVE", "DERIVED", "DISTANCE_CAP", "NO_DISTANCE", "DistanceSolver", "DistanceSpread", "LayerDistances",
-           "build_distances", "build_distances_sliced", "distance_at", "distance_histogram", "distance_spread",
-           "exit_bytes", "for_file", "layer_distances", "sliced_plan"]
+           "build_distances", "build_distances_sliced", "by_ply", "distance_at", "distance_histogram",
+           "distance_spread", "exit_bytes", "for_file", "layer_distances", "sliced_plan"]

@@ -51,7 +51,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from . import exits, index, slice_stages, stages, verify_layer
+from . import distance, exits, index, slice_stages, stages, verify_layer
 from .errors import BuildError
 from .exits import exit_pass
 from .layer_state import (
@@ -65,7 +65,7 @@ from .layer_state import (
     working_bytes,
 )
 from .layers import LayerStore, release, reserve
-from .stages import compact_lines, make_scratch, propagate, propagate_stage, run_stages
+from .stages import compact_lines, make_scratch, propagate, propagate_stage, run_stages, run_stages_by_ply
 
 COMPILE_SECONDS = 30  # numba's first compilation of the builder's kernels on 2 cores, measured
 
@@ -140,6 +140,7 @@ class LayerSolver:
         self.exit_seconds = 0.0
         self.passes = 0
         self.exit_lookups = 0
+        self.distances: distance.LayerDistances | None = None
 
     @property
     def working_bytes(self) -> int:
@@ -173,18 +174,29 @@ class LayerSolver:
         self.exit_lookups = lookups
 
     def solve(self, progress: Callable[[str, float], None] | None = None, first_stage: int | None = None,
-              after_stage: Callable[[int], None] | None = None) -> dict[str, Any]:
+              after_stage: Callable[[int], None] | None = None, distance_cap: int | None = None,
+              spare: int = 0) -> dict[str, Any]:
         """Run the stages; return stats. The layer is then loaded in the store.
         `first_stage` resumes at that stage a state `after_stage(stage)` saw
-        (solver.disk checkpoints it there: self.values is the state)."""
+        (solver.disk checkpoints it there: self.values is the state).
+        With `distance_cap` (distance.DISTANCE_CAP, or less in tests) the
+        stages run breadth first, ply by ply, and write the layer's distances
+        to conversion as they resolve each position (stages.run_stages_by_ply):
+        they are then in `self.distances` (distance.LayerDistances), the same
+        as distance.layer_distances gives; a resumed state has lost them.
+        `spare`: bytes of the budget the plies may carry more rows in."""
         missing = [m for m in exit_layers(self.seeds) if m not in self.done]
         if missing or not self.passes:
             raise ValueError(f"layer {self.seeds}: no exit pass yet over layers {missing}")
+        if distance_cap is not None and first_stage is not None:
+            raise ValueError(f"layer {self.seeds}: a state resumed at stage {first_stage} holds no distances")
         size, seeds = self.size, self.seeds
         if progress:
             progress("exits", 1.0)
         started = time.perf_counter()
-        scratch = make_scratch(numba.get_num_threads(), stack=stages.STACK)  # read here: tests set it
+        # stages.STACK read here: tests set it. The stages ply by ply gather a chunk's seeds in the stacks.
+        scratch = make_scratch(numba.get_num_threads(),
+                               stack=stages.STACK if distance_cap is None else max(stages.STACK, stages.SEED_ROWS))
 
         def sweep(stage, active, next_flags):
             return propagate(stage, seeds, 0, self.values, self.counts, active, next_flags, self.rows, scratch, size,
@@ -193,9 +205,15 @@ class LayerSolver:
         def seed_and_tell(stage, flags):
             return propagate_stage(stage, seeds, size, self.values, self.value_words, flags, self.rows, scratch)
 
-        reports, seed_seconds = run_stages(seeds, self.values, self.value_words, self.counts, sweep, progress,
-                                           lined_ranks=size, seed_and_tell=seed_and_tell, first_stage=first_stage,
-                                           after_stage=after_stage)
+        if distance_cap is None:
+            reports, seed_seconds = run_stages(seeds, self.values, self.value_words, self.counts, sweep, progress,
+                                               lined_ranks=size, seed_and_tell=seed_and_tell,
+                                               first_stage=first_stage, after_stage=after_stage)
+        else:
+            padded = np.full((size + 7) // 8 * 8, distance.UNSETTLED, dtype=np.uint8)
+            reports, seed_seconds, overflow = run_stages_by_ply(seeds, self.values, self.value_words, size, padded,
+                                                                self.rows, scratch, distance_cap, progress,
+                                                                after_stage, spare)
         working = self.working_bytes
         slot = self.store.layer(seeds)
         with thread_count(1 if size < SERIAL_SIZE else None):
@@ -208,6 +226,9 @@ class LayerSolver:
         self.values = self.counts = self.value_words = None  # type: ignore[assignment]
         release(self._area)
         self.store.mark_loaded(seeds)
+        if distance_cap is not None:
+            self.distances = distance.by_ply(seeds, slot, padded, overflow, sum(s.sweeps for s in reports),
+                                             distance_cap)
         stage_seconds = time.perf_counter() - started
         return {
             "positions": size,

@@ -16,6 +16,11 @@ owner, so every resolved position is propagated exactly once. Sweeps
 repeat until one finds nothing FRESH; flags for the next sweep go to a
 second array, so none is lost while a sweep reads the first.
 
+The build with distances runs a layer's stages breadth first instead,
+ply by ply (run_stages_by_ply: seed_ply, ply_pass), writing each
+position's distance to conversion as it resolves it; see the section
+above seed_ply's kernels and docs/DISTANCES.md, "Building them".
+
 run_stages runs the stages, seeded and swept, for a layer (solver.retrograde),
 a slice of one (solver.distributed) and an explicit graph (solver.graph_stages).
 The disk mode (solver.disk) runs seed_stage, propagate and tell_received on
@@ -36,7 +41,7 @@ from numba import njit, prange
 # with a change to this file, or a cached kernel keeps the old ones
 # (retrograde.check_compiled_order finds that).
 from . import index
-from .intrinsics import atomic_and, atomic_or, atomic_sub, compare_and_swap
+from .intrinsics import atomic_add, atomic_and, atomic_or, atomic_sub, compare_and_swap, prefetch
 from .layer_state import (
     BATCH,
     BLOCK,
@@ -67,6 +72,7 @@ from .layer_state import (
     value_at,
 )
 from .layers import byte_histogram
+from .rules import legal_mask
 
 WALK_LIMIT = 8  # step with the successor walk over gaps up to this, else unrank
 TALLY_STRIDE = 16  # int64 columns of a thread's row of tallies: two cache lines, of which it uses 2 words, so
@@ -509,6 +515,285 @@ def propagate_stage(
     return processed.sum()
 
 
+# Breadth first: the stages ply by ply (the build with distances) -------------------------------------------------
+#
+# In ply order a stage resolves each position at the ply that is its distance to conversion (issue 51's metric):
+# a +k position by its exit (a capture: 1) or by its first child lost at -k (1 + that child's distance, the least
+# cost), a -k one by its exit of -k with no child left (1: only the capture keeps -k) or by its last child won at
+# +k (1 + the greatest), a position without a move at 0 (the last stage's seeds with no legal move). So ply p of
+# stage k tells the predecessors of the positions resolved at ±k with distance p, and whatever it resolves gets
+# p + 1: the distance byte, written at resolution, is the ply. Children resolved at earlier stages (|value| > k)
+# keep no value; they only counted down, as in the depth-first stages.
+
+PLY_ROWS = 3 << 19  # rows (a position's words, its sign in the mover's top bit: 16 bytes) a ply carries to the
+# next at least, twice: 48 MiB, as the separate pass's carried rows (distance.working_bytes counts them)
+PLY_SHARE = 32  # and at most 1/32 of the layer, when the budget holds them (a byte a position, both buffers): the
+# largest ply of layer 24 holds 2.2% of it (8.4 M positions); a ply beyond the rows is found by a scan of its
+# blocks, at about half the rate (layer 24: 55 plies scanned took 28.8 s for 151 M positions, 1,171 told from
+# rows 6.9 s for 67 M)
+ROW_BYTES = 32  # a row in both buffers
+PLY_ROWS_CHUNK = 1 << 10  # carried rows (or listed ranks) a thread takes at once
+PLY_BLOCKS_CHUNK = 16  # flagged blocks a thread scans at once
+SERIAL_PLY_ROWS = 1 << 13  # a ply of this few rows runs on one thread (waking the other costs more)
+SERIAL_PLY_BLOCKS = 1 << 13  # a ply scanning this few blocks runs on one thread
+SEED_ROWS = SEED_CHUNK * BLOCK  # ranks seed_ply scans at once: the rows of each thread's stack it gathers them in
+LOST = np.uint64(1) << np.uint64(63)  # a carried row's mover word with this bit: the position was lost (-stage)
+
+
+def ply_rows(size: int, spare: int = 0) -> int:
+    """The rows a ply of a layer of `size` positions carries to the next:
+    PLY_ROWS, and as many more as `spare` bytes hold (beyond those
+    distance.working_bytes counts), up to 1/PLY_SHARE of the layer."""
+    return min(max(1, size), max(3 << 11, size // PLY_SHARE), PLY_ROWS + max(0, spare) // ROW_BYTES)
+
+
+@njit(cache=True, inline="always")
+def _tell_ply(found, movers, opponents, told, count, stage, values, counts, distance, byte, flags, listing, listed,
+              carried_movers, carried_opponents, carry, tally):
+    """Tell a batch of predecessors (lined layout) that a child was resolved
+    at told[i] this ply: each one resolved gets the distance byte `byte`,
+    its block flagged, is listed in `listing` when that is not empty (a
+    ply at the cap: listed[0] counts), and is carried to the next ply with
+    its words (the mover's with LOST when it was lost) as far as the
+    carried rows hold (carry[0] counts every one, beyond the rows too).
+    Returns how many. The distance bytes of the predecessors of a lost
+    child are prefetched first: those not resolved yet all resolve."""
+    for i in range(count):
+        if told[i] < 0:
+            prefetch(distance, found[i])  # type: ignore[call-arg]  # numba's @intrinsic passes typingctx
+    done = 0
+    for i in range(count):
+        rank = found[i]
+        accesses, value = claim(rank, told[i], stage, values, counts, True)
+        tally[1] += accesses
+        if value == 0:
+            continue
+        distance[rank] = byte
+        flags[rank // BLOCK] = 1
+        if listing.shape[0]:
+            listing[atomic_add(listed, 0, np.int64(1))] = rank
+        movers[done] = movers[i] | LOST if value < 0 else movers[i]
+        opponents[done] = opponents[i]
+        done += 1
+    tally[0] += count
+    if done:
+        # One atomic add a batch reserves its rows (not one a position: the counter's line would bounce).
+        first = atomic_add(carry, 0, np.int64(done))
+        for i in range(min(done, max(0, carried_movers.shape[0] - first))):
+            carried_movers[first + i] = movers[i]
+            carried_opponents[first + i] = opponents[i]
+    return done
+
+
+@hot_kernel
+def _ply_rows(stage, seeds, size, items, first, last, with_words, item_movers, item_opponents, values, counts,
+              distance, byte, flags, rows, found, movers, opponents, told, listing, listed, carried_movers,
+              carried_opponents, carry, tally):
+    """A ply told from rows: rows first..last-1 the last ply carried (words
+    in item_movers and item_opponents, see _tell_ply) when `with_words`,
+    else the ranks items[first:last] listed at the cap (ascending: unranked
+    by walking the rows' runs, their values read). Returns the positions
+    resolved at the next ply."""
+    done = 0
+    count = 0
+    mover = np.uint64(0)
+    opponent = np.uint64(0)
+    run_first = run_length = run_start = 0
+    for item in range(first, last):
+        if with_words:
+            mover = item_movers[item]
+            value = -stage if mover & LOST else stage
+            mover &= ~LOST
+            opponent = item_opponents[item]
+        else:
+            rank = items[item]
+            value = np.int64(values[value_at(True, rank)])
+            if not run_first <= rank < run_first + run_length:
+                mover, run_first, run_length, run_start = index.unrank_row(seeds, rank, rows[0], rows[1], rows[3])
+            opponent = rows[2][run_start + rank - run_first]
+        added = predecessors(mover, opponent, seeds, 0, size, values, counts, True, value > 0, found, count, movers,
+                             opponents)
+        told[count:added] = value
+        count = added
+        if count >= BATCH:
+            done += _tell_ply(found, movers, opponents, told, count, stage, values, counts, distance, byte, flags,
+                              listing, listed, carried_movers, carried_opponents, carry, tally)
+            count = 0
+    done += _tell_ply(found, movers, opponents, told, count, stage, values, counts, distance, byte, flags, listing,
+                      listed, carried_movers, carried_opponents, carry, tally)
+    return done
+
+
+@hot_kernel
+def _ply_blocks(stage, seeds, size, ply, active, first, last, values, counts, words, distance, byte, flags, rows,
+                found, movers, opponents, told, listing, listed, carried_movers, carried_opponents, carry,
+                tally):
+    """A ply told from a scan of blocks active[first:last]: its positions
+    are those whose distance byte is `ply` (below the cap) and whose value
+    is ±stage, found eight distance bytes at a time. Returns the positions
+    resolved at the next ply."""
+    pattern = np.uint64(ply) * BYTE_ONES
+    plus = np.int8(stage)
+    minus = np.int8(-stage)
+    done = 0
+    count = 0
+    mover = np.uint64(0)
+    run_first = run_length = run_start = 0
+    for item in range(first, last):
+        start = active[item] * BLOCK
+        stop = min(size, start + BLOCK)
+        for word in range(start // 8, (stop + 7) // 8):
+            if not has_byte(words[word], pattern):
+                continue
+            for rank in range(word * 8, min(stop, word * 8 + 8)):
+                if distance[rank] != ply:
+                    continue
+                code = values[value_at(True, rank)]
+                if code != plus and code != minus:
+                    continue  # resolved at another stage
+                if not run_first <= rank < run_first + run_length:
+                    mover, run_first, run_length, run_start = index.unrank_row(seeds, rank, rows[0], rows[1],
+                                                                               rows[3])
+                opponent = rows[2][run_start + rank - run_first]
+                added = predecessors(mover, opponent, seeds, 0, size, values, counts, True, code > 0, found, count,
+                                     movers, opponents)
+                told[count:added] = code
+                count = added
+                if count >= BATCH:
+                    done += _tell_ply(found, movers, opponents, told, count, stage, values, counts, distance, byte,
+                                      flags, listing, listed, carried_movers, carried_opponents, carry,
+                                      tally)
+                    count = 0
+    done += _tell_ply(found, movers, opponents, told, count, stage, values, counts, distance, byte, flags, listing,
+                      listed, carried_movers, carried_opponents, carry, tally)
+    return done
+
+
+@njit(cache=True, parallel=True)
+def ply_pass(
+    stage: int, seeds: int, size: int, ply: int, byte: int, items: np.ndarray, with_words: bool,
+    item_movers: np.ndarray, item_opponents: np.ndarray, active: np.ndarray, values: np.ndarray,
+    distance: np.ndarray, flags: np.ndarray, rows: tuple[np.ndarray, ...], scratch: "Scratch", listing: np.ndarray,
+    listed: np.ndarray, carried_movers: np.ndarray, carried_opponents: np.ndarray, carry: np.ndarray,
+) -> int:
+    """Ply `ply` of a stage over a whole layer in the lined layout
+    (`size` ranks; `distance` its distance bytes, padded to whole words):
+    the predecessors of its positions are told, and those resolved get the
+    distance byte `byte` (the next ply, or the cap), their blocks flagged in
+    `flags`, and are carried or listed (see _tell_ply). Its positions are
+    the rows item_movers, item_opponents when `with_words`, the ranks
+    `items` when that is not empty (see _ply_rows), else found in the
+    `active` blocks (see _ply_blocks). Returns the positions resolved."""
+    counts = values.view(np.uint8)
+    words = distance.view(np.uint64)
+    listed_mode = with_words or items.shape[0] > 0
+    total = item_movers.shape[0] if with_words else items.shape[0] if listed_mode else active.shape[0]
+    step = PLY_ROWS_CHUNK if listed_mode else PLY_BLOCKS_CHUNK
+    done = np.zeros(WORK_SLOTS, dtype=np.int64)
+    founds = scratch.found
+    movers = scratch.movers
+    opponents = scratch.opponents
+    tolds = scratch.told
+    tallies = scratch.tally
+    counter = np.zeros(1, dtype=np.int64)
+    for slot in prange(WORK_SLOTS):
+        thread = numba.get_thread_id()
+        while True:
+            first = take(counter, step)
+            if first >= total:
+                break
+            last = min(total, first + step)
+            if listed_mode:
+                done[slot] += _ply_rows(stage, seeds, size, items, first, last, with_words, item_movers,
+                                        item_opponents, values, counts, distance, byte, flags, rows, founds[thread],
+                                        movers[thread], opponents[thread], tolds[thread], listing, listed,
+                                        carried_movers, carried_opponents, carry, tallies[thread])
+            else:
+                done[slot] += _ply_blocks(stage, seeds, size, ply, active, first, last, values, counts, words,
+                                          distance, byte, flags, rows, founds[thread], movers[thread],
+                                          opponents[thread], tolds[thread], listing, listed, carried_movers,
+                                          carried_opponents, carry, tallies[thread])
+    return done.sum()
+
+
+@hot_kernel
+def _seed_ply_block(stage, seeds, start, stop, values, counts, value_words, distance, flags, rows, plus, minus,
+                    first_stage, local_movers, local_opponents, carried_movers, carried_opponents, carry):
+    """The seeds of ranks start..stop-1 (lined layout), resolved with
+    distance 1, or 0 for one without a legal move (looked for only in the
+    layer's first stage, `first_stage`: rules 5 and 6 end the game at
+    ±seeds), their blocks flagged. Past the first stage each is carried to
+    ply 1 as _tell_ply carries (its words gathered in local_movers and
+    local_opponents, which hold a row a rank, then reserved at once).
+    Returns how many."""
+    count = 0
+    mover = np.uint64(0)
+    run_first = run_length = run_start = 0
+    for line in range(start // LINE_RANKS, (stop - 1) // LINE_RANKS + 1):
+        for word in range(LINE_VALUE_WORDS):
+            bits = value_words[line * (LINE // 8) + word]
+            if not (has_byte(bits, plus) or has_byte(bits, minus)):
+                continue
+            for slot in range(8 * word, min(8 * word + 8, LINE_RANKS)):
+                rank = line * LINE_RANKS + slot
+                if rank < start or rank >= stop:
+                    continue
+                at = line * LINE + slot
+                value = seed_value(stage, values[at], counts, True, rank)
+                if value == 0:
+                    continue
+                values[at] = value
+                if not run_first <= rank < run_first + run_length:
+                    mover, run_first, run_length, run_start = index.unrank_row(seeds, rank, rows[0], rows[1], rows[3])
+                opponent = rows[2][run_start + rank - run_first]
+                byte = 1
+                if first_stage:
+                    if legal_mask(mover, opponent) == 0:
+                        byte = 0
+                else:
+                    local_movers[count] = mover | LOST if value < 0 else mover
+                    local_opponents[count] = opponent
+                distance[rank] = byte
+                flags[rank // BLOCK] = 1
+                count += 1
+    if count and not first_stage:
+        first = atomic_add(carry, 0, np.int64(count))
+        for i in range(min(count, max(0, carried_movers.shape[0] - first))):
+            carried_movers[first + i] = local_movers[i]
+            carried_opponents[first + i] = local_opponents[i]
+    return count
+
+
+@njit(cache=True, parallel=True)
+def seed_ply(stage: int, seeds: int, size: int, values: np.ndarray, value_words: np.ndarray, distance: np.ndarray,
+             flags: np.ndarray, rows: tuple[np.ndarray, ...], scratch: "Scratch", carried_movers: np.ndarray,
+             carried_opponents: np.ndarray, carry: np.ndarray) -> int:
+    """Resolve the stage's seeds (as seed_stage, lined layout) with their
+    distances, 1 (0 without a legal move), and flag their blocks; returns
+    how many. Nothing is told: ply 1 takes them from the rows carried here
+    (past the layer's first stage, when they all fit), else finds them in
+    their blocks (ply 0 and 1 in the first stage)."""
+    counts = values.view(np.uint8)
+    blocks = flags.shape[0]
+    plus = np.uint64(np.int64(pending(stage)) & 0xFF) * BYTE_ONES
+    minus = np.uint64(np.int64(pending(-stage)) & 0xFF) * BYTE_ONES
+    counter = np.zeros(1, dtype=np.int64)
+    found = np.zeros(WORK_SLOTS, dtype=np.int64)
+    local_movers = scratch.stack_movers  # make_scratch(stack=SEED_ROWS) at least
+    local_opponents = scratch.stack_opponents
+    for slot in prange(WORK_SLOTS):
+        thread = numba.get_thread_id()
+        while True:
+            first = take(counter, SEED_CHUNK)
+            if first >= blocks:
+                break
+            stop = min(size, (first + SEED_CHUNK) * BLOCK)
+            found[slot] += _seed_ply_block(stage, seeds, first * BLOCK, stop, values, counts, value_words, distance,
+                                           flags, rows, plus, minus, stage == seeds, local_movers[thread],
+                                           local_opponents[thread], carried_movers, carried_opponents, carry)
+    return found.sum()
+
+
 @njit(cache=True, parallel=True)
 def tell_received(
     stage: int, lo: int, updates: np.ndarray, values: np.ndarray, counts: np.ndarray, next_flags: np.ndarray,
@@ -697,6 +982,112 @@ def run_stages(
     finally:
         numba.set_parallel_chunksize(previous_chunk)
     return stages, seed_seconds
+
+
+def run_stages_by_ply(
+    seeds: int,
+    values: np.ndarray,
+    value_words: np.ndarray,
+    size: int,
+    distance: np.ndarray,
+    rows: tuple[np.ndarray, ...],
+    scratch: Scratch,
+    cap: int,
+    progress: Callable[[str, float], None] | None = None,
+    after_stage: Callable[[int], None] | None = None,
+    spare: int = 0,
+) -> tuple[list[StageReport], float, np.ndarray]:
+    """The stages of a whole layer in the lined layout (`size` ranks) run
+    breadth first, ply by ply, each position's distance to conversion
+    written in `distance` (a byte a position, padded to whole words) as it
+    is resolved: the values are those of run_stages, and the bytes those of
+    the separate pass (solver.distance) for every position resolved (`cap`
+    and more: `cap`, the exact distance in the overflow rows). A ply's
+    positions are told from the rows the last ply carried when they all
+    fit (ply_rows: more with `spare` bytes of the budget), else found again in the flagged blocks by their
+    distance byte and value, or past the cap from the ranks it listed.
+    Endless play is left pending, as with `lined_ranks` (compact_lines),
+    and its bytes untouched. Returns (the stage reports, their sweeps being
+    plies; the seconds seeding; the overflow rows (rank, distance) sorted by
+    rank)."""
+    blocks = (size + BLOCK - 1) // BLOCK
+    flags = np.zeros(blocks, dtype=np.uint8)
+    codes = line_histogram(values, size)
+    room = ply_rows(size, spare)
+    carried = (np.empty(room, dtype=np.uint64), np.empty(room, dtype=np.uint64))
+    given = (np.empty(room, dtype=np.uint64), np.empty(room, dtype=np.uint64))
+    carry = np.zeros(1, dtype=np.int64)
+    listed = np.zeros(1, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    no_words = np.zeros(0, dtype=np.uint64)
+    overflow: list[np.ndarray] = []
+    resolved_total = 0
+    seed_seconds = 0.0
+    stages = []
+    previous_chunk = numba.set_parallel_chunksize(0)  # the kernels share their work through take (run_stages)
+    try:
+        for stage in range(seeds, 0, -1):
+            found = plies = seeded = 0
+            carry[0] = 0
+            if codes[np.int64(pending(stage)) & 0xFF] or codes[np.int64(pending(-stage)) & 0xFF]:
+                tick = time.perf_counter()
+                with thread_count(1 if size < SERIAL_SIZE else None):
+                    seeded = int(seed_ply(stage, seeds, size, values, value_words, distance, flags, rows, scratch,
+                                          *carried, carry))
+                seed_seconds += time.perf_counter() - tick
+            found = seeded
+            resolved_total += seeded
+            ply = 0 if stage == seeds else 1  # ply 0: the first stage's positions without a move
+            # The rows carried to this ply, every one of its positions; -1: not all (its blocks are scanned).
+            given_rows = int(carry[0]) if stage < seeds and carry[0] <= room else -1
+            carried, given = given, carried
+            ranks = empty  # past the cap without the rows: the ranks the last ply listed
+            while seeded and given_rows != 0:
+                with_words = given_rows > 0
+                active = empty
+                items = ranks if not with_words and ply >= cap else empty
+                if not with_words and ply < cap:
+                    active = np.flatnonzero(flags)
+                    if ply:  # ply 0 leaves its blocks flagged: they hold ply 1's seeds too
+                        flags[active] = 0
+                if with_words:
+                    serial = given_rows <= SERIAL_PLY_ROWS
+                elif items.shape[0] == 0 and active.shape[0] == 0:
+                    break
+                else:
+                    serial = (items.shape[0] <= SERIAL_PLY_ROWS) if items.shape[0] else (
+                        active.shape[0] <= SERIAL_PLY_BLOCKS)
+                at_cap = ply + 1 >= cap
+                listing = np.empty(max(1, size - resolved_total), dtype=np.int64) if at_cap else empty
+                listed[0] = 0
+                carry[0] = 0
+                with thread_count(1 if serial else None):
+                    told = int(ply_pass(stage, seeds, size, ply, min(ply + 1, cap), items, with_words,
+                                        given[0][:given_rows] if with_words else no_words,
+                                        given[1][:given_rows] if with_words else no_words,
+                                        active, values, distance, flags, rows, scratch, listing, listed, *carried,
+                                        carry))
+                found += told
+                resolved_total += told
+                plies += 1
+                if at_cap:
+                    ranks = np.sort(listing[: listed[0]])
+                    if ranks.shape[0]:
+                        overflow.append(np.stack([ranks, np.full(ranks.shape[0], ply + 1, dtype=np.int64)], axis=1))
+                # Ply 0 carries what it resolved, not ply 1's seeds: ply 1 scans for both.
+                given_rows = int(carry[0]) if ply and carry[0] <= room else -1
+                carried, given = given, carried
+                ply += 1
+            flags[:] = 0
+            stages.append(StageReport(stage, found, plies))
+            if after_stage:
+                after_stage(stage)
+            if progress:
+                progress(f"stage {stage}", (seeds - stage + 1) / seeds)
+    finally:
+        numba.set_parallel_chunksize(previous_chunk)
+    over = np.concatenate(overflow) if overflow else np.zeros((0, 2), dtype=np.int64)
+    return stages, seed_seconds, over[np.argsort(over[:, 0], kind="stable")]
 
 
 @njit(cache=True)

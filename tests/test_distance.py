@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from naive import naive_legal_moves, naive_play, naive_terminal_value
 from naive_distance import naive_distances
 
-from solver import Position, build, distance, index, layer_state, lean_distance, plan, retrograde, tables
+from solver import Position, build, distance, index, layer_state, lean_distance, plan, retrograde, stages, tables
 from solver.cli import cli
 from solver.distance import DISTANCE_CAP, NO_DISTANCE, distance_at, layer_distances
 from solver.errors import CorruptTableError, MissingDistanceError
+from solver.layers import LayerStore
 from solver.probe import Tablebase
 
 NAIVE_LAYERS = 8  # every position against the naive reference in the default run; 9 and 10 are marked slow
@@ -72,6 +73,87 @@ def test_every_distance_matches_the_naive_reference(solved, seeds):
 def test_every_distance_matches_the_naive_reference_to_layer_10(seeds):
     store = retrograde.solve_up_to(seeds)
     check_against_naive(store, {seeds: layer_distances(seeds, store)}, seeds)
+    check_against_naive(store, {seeds: solve_by_ply(seeds, store)}, seeds)  # the build's way: the stages ply by ply
+
+
+def solve_by_ply(seeds, store, rows=None, cap=DISTANCE_CAP, threads=None, spare=0):
+    """Layer `seeds` solved again in `store` with its stages ply by ply: the distances they wrote."""
+    with layer_state.thread_count(threads):
+        solver = retrograde.LayerSolver(seeds, store, rows)
+        solver.exits(layer_state.exit_layers(seeds))
+        stats = solver.solve(distance_cap=cap, spare=spare)
+    assert len(stats["stages"]) == seeds and solver.distances.stats["distance_by_ply"]
+    return solver.distances
+
+
+def test_the_stages_run_ply_by_ply_give_the_values_and_distances_of_the_separate_pass(solved):
+    store, found = solved
+    again = LayerStore(LAYERS)
+    rows = index.RowTables(LAYERS).arrays
+    for seeds in range(LAYERS + 1):
+        got = solve_by_ply(seeds, again, rows)
+        assert np.array_equal(again.layer(seeds), store.layer(seeds)), seeds
+        assert np.array_equal(got.distance, found[seeds].distance), seeds
+        assert np.array_equal(got.overflow, found[seeds].overflow), seeds
+        assert got.stats["longest_distance"] == found[seeds].stats["longest_distance"]
+
+
+@pytest.mark.parametrize("seeds", range(NAIVE_LAYERS + 1))
+def test_the_stages_ply_by_ply_match_the_naive_reference(solved, seeds):
+    store, _ = solved
+    check_against_naive(store, {seeds: solve_by_ply(seeds, store)}, seeds)
+
+
+@pytest.mark.parametrize("cap", [2, 5])
+def test_the_stages_ply_by_ply_past_a_low_cap_list_the_overflow_rows_of_the_separate_pass(solved, cap):
+    store, _ = solved
+    again = LayerStore(LAYERS)
+    listed = 0
+    for seeds in range(LAYERS + 1):
+        got = solve_by_ply(seeds, again, cap=cap)
+        capped = layer_distances(seeds, store, cap=cap)
+        assert np.array_equal(got.distance, capped.distance), seeds
+        assert np.array_equal(got.overflow, capped.overflow), seeds
+        listed += got.overflow.shape[0]
+    assert listed
+
+
+def test_the_stages_ply_by_ply_agree_whatever_rows_a_ply_carries_and_the_threads(solved, monkeypatch):
+    # A ply that does not fit the rows carried to it is found again in its blocks (and past the cap, listed): a
+    # handful of rows makes most plies do so; on one thread or two, the values and distances are the same.
+    store, found = solved
+    monkeypatch.setattr(stages, "PLY_ROWS", 7)
+    for threads in (1, 2):
+        again = LayerStore(LAYERS)
+        for seeds in range(LAYERS + 1):
+            got = solve_by_ply(seeds, again, threads=threads)
+            assert np.array_equal(again.layer(seeds), store.layer(seeds)), seeds
+            assert np.array_equal(got.distance, found[seeds].distance), (threads, seeds)
+    # Rows the budget spares beside the stages: a ply carries more of them (here 7 + 100), the rest scanned.
+    again = LayerStore(LAYERS)
+    for seeds in range(LAYERS + 1):
+        got = solve_by_ply(seeds, again, threads=2, spare=100 * stages.ROW_BYTES)
+        assert np.array_equal(got.distance, found[seeds].distance), seeds
+    again = LayerStore(LAYERS)
+    for seeds in range(LAYERS + 1):
+        got = solve_by_ply(seeds, again, cap=3)
+        assert np.array_equal(got.overflow, layer_distances(seeds, store, cap=3).overflow), seeds
+
+
+def test_a_ply_carries_as_many_rows_as_the_budget_spares_up_to_a_share_of_its_layer():
+    size = 1 << 34
+    assert stages.ply_rows(size) == stages.ply_rows(size, -1) == stages.PLY_ROWS
+    assert stages.ply_rows(size, 64 << 20) == stages.PLY_ROWS + (64 << 20) // stages.ROW_BYTES
+    assert stages.ply_rows(size, 1 << 50) == size // stages.PLY_SHARE
+    assert stages.ply_rows(1000, 1 << 50) == 1000  # a small layer: every position at once
+
+
+def test_a_resumed_state_cannot_run_ply_by_ply():
+    store = retrograde.solve_up_to(6)
+    solver = retrograde.LayerSolver(6, store)
+    solver.exits(layer_state.exit_layers(6))
+    with pytest.raises(ValueError, match="holds no distances"):
+        solver.solve(first_stage=3, distance_cap=DISTANCE_CAP)
 
 
 def lookup(store, found, board):
@@ -297,6 +379,14 @@ def test_a_folder_of_values_alone_gains_its_distances_without_new_values(tmp_pat
     rows.clear()
     build.build(9, directory, report=rows.append)
     assert not any(r.get("distances_added") for r in rows)
+
+
+def test_the_build_in_memory_writes_the_distances_its_stages_found_ply_by_ply(tmp_path, table_dir):
+    rows = []
+    build.build(9, str(tmp_path), report=rows.append)
+    assert [r["distance_by_ply"] for r in rows] == [True] * 10  # no separate distance pass
+    for n in range(10):
+        assert np.array_equal(tables.load_distances(str(tmp_path), n)[0], tables.load_distances(table_dir, n)[0])
 
 
 def test_a_damaged_distance_chunk_is_refused_by_the_reader_and_the_build(tmp_path):
