@@ -80,6 +80,7 @@ import os
 import queue as queues
 import re
 import resource
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -107,6 +108,7 @@ from .lean_files import (
     RankQueue,
     StreamReader,
     checksum,
+    codes_name,
     counts_name,
     create_exclusive,
     journal_path,
@@ -140,8 +142,8 @@ from .lean_kernels import (
 
 # Re-exported: the tests and tools know them as lean's.
 __all__ = ["EARLIER", "EXIT_BIT", "LOST", "WON", "LeanLayer", "RankQueue", "StreamReader", "StreamWriter", "checksum",
-           "code_of", "counts_name", "exit_seen", "journal_path", "own_files", "remove_layer_files", "set_code",
-           "state_name", "told", "unresolved"]
+           "code_of", "codes_name", "counts_name", "exit_seen", "journal_path", "own_files", "remove_layer_files",
+           "set_code", "state_name", "told", "unresolved"]
 
 CHUNK = 1 << 19  # seeds a thread of a pass lists at a time (a multiple of BLOCK; a block is whole chunks)
 EXIT_SLICE = 1 << 22  # the fewest ranks a block of the state file has (block_ranks)
@@ -156,6 +158,11 @@ PASS_THREADS = 4  # the most threads a stage's pass reads and settles blocks wit
 STAGE_BUFFERS = STACK * (24 + 2 * ENTRY_BYTES) + PASS_THREADS * CHUNK * ENTRY_BYTES + (4 << 20)
 EXIT_BUFFERS = layer_state.WORK_SLOTS * layer_state.BLOCK * 6 * 24 + (4 << 20)
 MIN_STACK = 2 * (layer_state.BATCH + layer_state.MAX_PREDECESSORS) + 2  # a batch's pushes and a refill fit
+CODES_EVERY = 600.0  # seconds of stages after which the next stage to begin saves its codes (the codes file): a
+# kill then costs the stages since, where it cost a count of every pending position's children (layer 36 at stage 8:
+# about 1.8 hours here, more than the exits and the 28 stages before it took)
+CODES_SPARE = 0.6  # bytes a position the scratch disk must keep free beside a codes file (the queue's planned peak,
+# plan.LEAN_QUEUE_BYTES): with less, no codes file is saved
 
 
 def write_piece(descriptor: int, view: memoryview) -> None:
@@ -276,8 +283,13 @@ class LeanLayer:
     begun, a block of a pass about to be rewritten in place (its checksum
     before and after, and those of the blocks before and after it). A
     rerun (resume) goes on from the last step recorded: the exits from the
-    next pass, the stages from the stage in progress, its codes rebuilt from
-    the state file (rebuild_codes). `kill_after` (tests): SIGKILL this
+    next pass, the stages from the stage in progress, its codes read back
+    from the codes file when the journal names one for that stage, else
+    rebuilt from the state file (_rebuild: every pending position's
+    children counted, as long as an exit pass). The codes file is saved as
+    a stage begins once `codes_every` seconds of stages have gone by since
+    the last (or since they began, or since a rebuild), and dropped when
+    the next stage's pass starts. `kill_after` (tests): SIGKILL this
     process after that many steps of this run are recorded.
 
     With `streamed` ({"slice": ranks, "window": ranks}, plan.lean_plan), the
@@ -294,7 +306,7 @@ class LeanLayer:
                  chunk: int | None = None, block: int | None = None, tell_threads: int | None = None,
                  settle_threads: int | None = None, kill_after: int | None = None,
                  streamed: dict[str, int] | None = None,
-                 read: Callable[[int, int, int], np.ndarray] | None = None) -> None:
+                 read: Callable[[int, int, int], np.ndarray] | None = None, codes_every: float = CODES_EVERY) -> None:
         self.size = index.layer_size(seeds)
         if streamed is not None and (read is None or len(groups) != 1 or streamed["slice"] % layer_state.BLOCK):
             raise ValueError("streamed exits read the smaller layers (`read`) in one group, in slices of whole blocks")
@@ -311,6 +323,9 @@ class LeanLayer:
         self.tell_threads = max(1, tell_threads or numba.get_num_threads())
         self.settle_threads = min(PASS_THREADS, max(1, settle_threads or numba.get_num_threads()))
         self.kill_after = kill_after
+        self.codes_every = codes_every
+        self.codes_saved = 0  # codes files saved by this run
+        self.resumed_from: str | None = None  # a resumed stage's codes: "codes" (read back) or "count" (rebuilt)
         self.steps = 0
         self.journal: dict[str, Any] | None = None
         self.resumed = False  # whether resume() went on from a recorded journal
@@ -336,7 +351,7 @@ class LeanLayer:
         in its range, every file it names under the exact name the build
         gives it."""
         fresh = self._fresh()
-        check_keys(journal, set(fresh) - {"streamed"}, ("streamed",))  # absent: an older journal, none in progress
+        check_keys(journal, set(fresh) - {"streamed"}, ("streamed", "codes"))  # absent: an older journal, none
         for key in ("seeds", "groups", "block"):
             if not same(journal[key], fresh[key]):
                 raise ScratchError(f"it was made for another layout ({key})")
@@ -363,6 +378,14 @@ class LeanLayer:
             check_name(name, re.escape(counts_name(self.seeds)), "the counts file")
             check_int(total, 0, SUM_MAX, "the counts file's checksum")
         check_int(journal["sum"], 0, SUM_MAX, "sum")
+        saved = journal.get("codes")
+        if saved is not None:  # a codes file, saved as the stage in progress began, before any of its pass
+            name, total, at = check_list(saved, 3, "codes")
+            check_name(name, re.escape(codes_name(self.seeds)), "the codes file")
+            check_int(total, 0, SUM_MAX, "the codes file's checksum")
+            check_int(at, 1, self.seeds, "the codes file's stage")
+            if at != stage or journal["pass"] is not None:
+                raise ScratchError("it records a codes file of another stage than the one in progress, or in a pass")
         step = journal["pass"]
         if step is not None:
             check_list(step, 5, "pass")
@@ -379,7 +402,8 @@ class LeanLayer:
         progress = journal.get("streamed")
         if progress is not None:
             return [state_name(self.seeds), counts_name(self.seeds), *lean_exits.progress_files(self.seeds, progress)]
-        return [state_name(self.seeds)] + ([journal["counts"][0]] if journal["counts"] is not None else [])
+        return ([state_name(self.seeds)] + ([journal["counts"][0]] if journal["counts"] is not None else [])
+                + ([journal["codes"][0]] if journal.get("codes") is not None else []))
 
     def resume(self) -> dict[str, Any]:
         """The journal to go on from: the recorded one when it passes its
@@ -488,7 +512,8 @@ class LeanLayer:
                 "disk_bytes_read": self.read, "disk_bytes_written": self.written,
                 "queue_peak_bytes": self.stats["queue_peak"], "queued_bytes": self.stats["queued"],
                 "pass_seconds": self.stats["pass_seconds"], "tell_seconds": self.stats["tell_seconds"],
-                "tell_rounds": self.stats["rounds"], "exit_peak_bytes": exit_peak, "resumed_at_stage": resumed_at}
+                "tell_rounds": self.stats["rounds"], "exit_peak_bytes": exit_peak, "resumed_at_stage": resumed_at,
+                "resumed_codes_from": self.resumed_from, "codes_files_saved": self.codes_saved}
 
     def _exits(self) -> None:
         """The exit passes not yet recorded, a group of smaller layers at a
@@ -780,18 +805,32 @@ class LeanLayer:
         unrefuted child with the exit bit (lost). The stage's results that a
         pass killed half way wrote into the file are so taken as told of;
         the rest follows by telling of the seeds, and the values are those
-        of a run never killed (the stages' rule has one fixed point)."""
+        of a run never killed (the stages' rule has one fixed point).
+
+        When the journal names a codes file (saved as this stage began, its
+        pass done: _save_codes), the codes are read back from it and only
+        the seeds are looked for (the last sweep): what the count costs
+        (the children of every pending position, as long as an exit pass)
+        is spared. A codes file that does not read back is counted again."""
         journal = self.journal
         assert journal is not None, "resume() first"
         stage = journal["stage"]
-        self._check_state(codes if stage > 0 else None)
+        saved = journal.get("codes") is not None  # of this stage, before its pass (check_journal)
+        if saved:
+            self._check_state(None)
+            saved = self._read_codes(codes)
+            if not saved:
+                self._drop_codes()
+        if not saved:
+            self._check_state(codes if stage > 0 else None)
         if stage == 0:
             return 0
+        self.resumed_from = "codes" if saved else "count"
         path = self._path(state_name(self.seeds))
         descriptor = self._open_state(write=False)
         total = 0
         try:
-            for sweep in (1, 2):
+            for sweep in (2,) if saved else (1, 2):
                 for lo in range(0, self.size, self.block):
                     piece = self.buffer[: min(self.block, self.size - lo)]
                     pread_into(descriptor, piece, lo, path)
@@ -805,7 +844,7 @@ class LeanLayer:
                         total += found
         finally:
             os.close(descriptor)
-        self.read += 2 * self.size
+        self.read += (1 if saved else 2) * self.size
         return total
 
     def _stages(self, codes: np.ndarray, seeds_found: np.ndarray, queue: RankQueue, rebuilt: int | None,
@@ -840,6 +879,8 @@ class LeanLayer:
         reports = []
         pass_seconds = tell_seconds = 0.0
         rounds = 0
+        # Codes rebuilt by counting are saved at once: the count is what a codes file spares a later run.
+        clock = -float("inf") if self.resumed_from == "count" else time.perf_counter()
         try:
             for stage in range(journal["stage"], -1, -1):
                 before = int(tallies[:, 0].sum())
@@ -851,6 +892,9 @@ class LeanLayer:
                 pass_seconds += time.perf_counter() - tick
                 if stage == 0:
                     break
+                if journal.get("codes") is None and time.perf_counter() - clock >= self.codes_every:
+                    self._save_codes(codes, stage)
+                    clock = time.perf_counter()
                 tick = time.perf_counter()
                 while True:
                     ranks = queue.pop(self.stack_size)
@@ -917,11 +961,76 @@ class LeanLayer:
                 with lock:
                     value_counts(piece, seeds, self.histogram)
 
+        self._drop_codes()
         self._rewrite(settle, stage + 1, self.settle_threads)
         if journal["stage"] != stage:
             journal["stage"] = stage
             self._commit()
         return total[0]
+
+    def _save_codes(self, codes: np.ndarray, stage: int) -> None:
+        """The codes as stage `stage` begins (its pass done, its seeds WON and
+        LOST, nothing told yet) saved in the codes file, synced, and recorded
+        in the journal, so that a kill before the next pass reads them back
+        instead of counting every pending position's children (_rebuild).
+        Left out, in one line, when the scratch disk would keep less than
+        CODES_SPARE bytes a position free beside it, or cannot write it: the
+        codes file only saves time."""
+        journal = self.journal
+        assert journal is not None, "resume() first"
+        length = (self.size + 1) // 2
+        try:
+            free = shutil.disk_usage(self.scratch).free
+        except OSError:
+            free = 0
+        if free < length + int(self.size * CODES_SPARE):
+            say(f"layer {self.seeds}: no codes file at stage {stage} ({free / 1e9:.1f} GB free in {self.scratch}, "
+                f"{(length + self.size * CODES_SPARE) / 1e9:.1f} GB wanted): a kill now costs a count of its codes")
+            return
+        writer = StreamWriter(self._path(codes_name(self.seeds)), self.scratch, self.seeds)
+        try:
+            for lo in range(0, length, self.block):
+                writer.write(codes[lo : min(length, lo + self.block)])
+            total = writer.close(sync=True)
+        except ScratchError as error:
+            writer.abandon()
+            say(f"layer {self.seeds}: no codes file at stage {stage} ({error}): a kill now costs a count of its codes")
+            return
+        self.written += length
+        journal["codes"] = [codes_name(self.seeds), total, stage]
+        self._commit()
+        self.codes_saved += 1
+
+    def _drop_codes(self) -> None:
+        """Forget the codes file (a pass is about to change the state file it
+        goes with): out of the journal first, then removed."""
+        journal = self.journal
+        assert journal is not None, "resume() first"
+        saved = journal.pop("codes", None)
+        if saved is not None:
+            self._commit()
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self._path(saved[0]))
+
+    def _read_codes(self, codes: np.ndarray) -> bool:
+        """The codes file the journal names read into `codes` (checked);
+        False, in one line, when it cannot be (the caller counts them again)."""
+        journal = self.journal
+        assert journal is not None and journal.get("codes") is not None, "a codes file recorded"
+        name, total, _ = journal["codes"]
+        length = (self.size + 1) // 2
+        try:
+            reader = StreamReader(self._path(name), length, total)
+            try:
+                reader.read_into(codes[:length])
+                reader.finish()
+            finally:
+                reader.close()
+        except ScratchError as error:
+            say(f"layer {self.seeds}: {error}: its codes are counted again")
+            return False
+        self.read += length
+        return True
 
     def values(self) -> tuple[Any, np.ndarray]:
         """The layer's values for tables.write_table (read from the state file

@@ -225,6 +225,13 @@ def counts_name(seeds: int) -> str:
     return f"awele-{seeds:02d}.lean-counts.counts"
 
 
+def codes_name(seeds: int) -> str:
+    """The codes file of layer `seeds`: its codes as a stage began (a checkpoint
+    the stages take now and then, so that a kill does not make them count
+    every pending position's children again)."""
+    return f"awele-{seeds:02d}.lean-codes.codes"
+
+
 def queue_name(seeds: int) -> str:
     """The queue file of layer `seeds`: ranks waiting to be told of."""
     return f"awele-{seeds:02d}.lean-queue.queue"
@@ -232,7 +239,7 @@ def queue_name(seeds: int) -> str:
 
 def layer_pattern(seeds: int) -> re.Pattern[str]:
     """Every name the lean stages of layer `seeds` give a file in the scratch folder."""
-    return re.compile(rf"awele-{seeds:02d}\.lean(\.json|-state\.state|-counts\.counts|-queue\.queue"
+    return re.compile(rf"awele-{seeds:02d}\.lean(\.json|-state\.state|-counts\.counts|-codes\.codes|-queue\.queue"
                       rf"|-asks-\d+\.asks)"
                       rf"({re.escape(tables.TEMPORARY_SUFFIX)}-\d+)?")
 

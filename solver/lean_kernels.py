@@ -454,7 +454,9 @@ def rebuild_seeds(lo: int, size: int, state: np.ndarray, codes: np.ndarray, seed
     """The last sweep of rebuild_codes: what the state file holds resolved is
     EARLIER; a pending rank left EARLIER by rebuild_counts is a WON seed, one
     left LOST (no unrefuted child, the exit bit set) a LOST seed: their ranks
-    go to seeds_found, in rank order; returns how many."""
+    go to seeds_found, in rank order; returns how many. Codes read back from
+    a codes file (LeanLayer's checkpoint, as the stage began) hold the
+    stage's seeds as WON and LOST already: a pending rank WON is one too."""
     found = 0
     for i in range(size):
         rank = lo + i
@@ -464,7 +466,7 @@ def rebuild_seeds(lo: int, size: int, state: np.ndarray, codes: np.ndarray, seed
         code = code_of(codes, rank)
         if code == EARLIER:
             set_code(codes, rank, WON)
-        if code in (EARLIER, LOST):
+        if code in (EARLIER, LOST, WON):
             seeds_found[found] = rank
             found += 1
     return found

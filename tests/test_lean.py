@@ -334,7 +334,8 @@ reference = retrograde.solve_up_to(seeds - 1, threads=1)
 store = LayerStore(seeds)
 layer = lean.LeanLayer(seeds, scratch, store, index.RowTables(seeds).arrays, {groups!r},
                        lambda m: store.put(m, reference.layer(m)), stack=lean.MIN_STACK, chunk={chunk}, block=block,
-                       kill_after=kill, tell_threads=2, settle_threads=2)  # a pass's blocks read out of order
+                       kill_after=kill, tell_threads=2, settle_threads=2,  # a pass's blocks read out of order
+                       codes_every={codes_every})
 print("go", flush=True)
 started = time.perf_counter()
 with layer_state.thread_count(2):
@@ -343,10 +344,11 @@ print("done", time.perf_counter() - started, layer.steps, flush=True)
 """
 
 
-def _child(scratch, kill=None):
-    """A process solving layer RESUMED in the lean stages in `scratch` (killed after `kill` steps, if given)."""
+def _child(scratch, kill=None, codes_every=lean.CODES_EVERY):
+    """A process solving layer RESUMED in the lean stages in `scratch` (killed after `kill` steps, if given;
+    saving its codes as a stage begins once `codes_every` seconds have gone by)."""
     code = CHILD.format(seeds=RESUMED, scratch=str(scratch), block=_block(RESUMED, CHUNK, 2), kill=kill,
-                        groups=_groups(RESUMED, "each"), chunk=CHUNK)
+                        groups=_groups(RESUMED, "each"), chunk=CHUNK, codes_every=codes_every)
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -426,6 +428,64 @@ def test_a_lean_layer_killed_at_more_random_moments_resumes_with_the_same_values
     _killed_at_moments(reference, tmp_path, unkilled, 6, 505)
 
 
+def _codes_steps(reference, scratch):
+    """The steps after which a run of the child's (codes_every 0) has a codes file recorded, counted as kill_after
+    counts them: a run in this process, each commit looked at."""
+    store = LayerStore(RESUMED)
+    layer = lean.LeanLayer(RESUMED, str(scratch), store, index.RowTables(RESUMED).arrays, _groups(RESUMED, "each"),
+                           lambda m: store.put(m, reference.layer(m)), stack=lean.MIN_STACK, chunk=CHUNK,
+                           block=_block(RESUMED, CHUNK, 2), tell_threads=2, settle_threads=2, codes_every=0)
+    recorded = []
+    commit = layer._commit
+
+    def looked_at(sync=True):
+        recorded.append(layer.journal.get("codes") is not None)
+        commit(sync)
+
+    layer._commit = looked_at
+    with layer_state.thread_count(2):
+        stats = layer.solve()
+    layer.clear()
+    assert stats["codes_files_saved"] == sum(recorded) > 0
+    return [step + 1 for step, saved in enumerate(recorded) if saved]
+
+
+def test_a_lean_layer_killed_after_saving_its_codes_reads_them_back(reference, tmp_path, capsys):
+    # Codes saved as every stage begins (codes_every 0): a kill in a stage's telling reads them back (no count of
+    # every pending position's children); one before its codes file is saved (the stage just begun), as the next
+    # pass drops it or in that pass counts them. The values are the same after each.
+    (tmp_path / "looked-at").mkdir()
+    saved = _codes_steps(reference, tmp_path / "looked-at")
+    step = saved[len(saved) * 2 // 3]
+    how = []
+    damaged = tmp_path / "damaged"
+    for kill in (step - 1, step, step + 1, step + 2):
+        scratch = tmp_path / f"kill-{kill}"
+        scratch.mkdir()
+        child = _child(scratch, kill, codes_every=0)
+        _, err = child.communicate(timeout=600)
+        assert child.returncode == -9, err
+        journal = disk.read_journal(lean.journal_path(str(scratch), RESUMED))
+        assert (journal.get("codes") is not None) == (kill == step), kill
+        if kill == step:
+            shutil.copytree(scratch, damaged)
+        values, resumed, stats = _resumed(reference, scratch)
+        assert resumed and _digest(values) == HASHES[RESUMED], f"killed after step {kill}"
+        how.append(stats["resumed_codes_from"])
+    assert how == ["count", "codes", "count", "count"], how
+    # A codes file damaged since: its codes are counted again, in one line, with the same values.
+    scratch = damaged
+    path = scratch / lean.codes_name(RESUMED)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x11
+    path.write_bytes(bytes(data))
+    capsys.readouterr()
+    values, _, stats = _resumed(reference, scratch)
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "does not match its checksum" in said and "counted again" in said, said
+    assert stats["resumed_codes_from"] == "count" and _digest(values) == HASHES[RESUMED]
+
+
 @pytest.fixture(scope="module")
 def killed_scratch(tmp_path_factory, unkilled):
     """A scratch folder as a kill in the middle of the stages left it (a block in flight)."""
@@ -462,6 +522,12 @@ EDITS = {
     "a field missing": (lambda body: body.pop("exits_done"), "lacks 'exits_done'"),
     "other groups": (lambda body: body.update(groups=[[0]]), "another layout"),
     "other blocks": (lambda body: body.update(block=body["block"] * 2), "another layout"),
+    "a codes file ../awele-12.h5": (lambda body: body.update(codes=["../awele-12.h5", 0, body["stage"]],
+                                                          **{"pass": None}), "not a name this layer's files have"),
+    "a codes file of another stage": (lambda body: body.update(codes=[lean.codes_name(RESUMED), 0, 1],
+                                                               stage=2, **{"pass": None}), "another stage"),
+    "a codes file in a pass": (lambda body: body.update(codes=[lean.codes_name(RESUMED), 0, body["stage"]],
+                                                        **{"pass": [0, 0, 0, 0, 0]}), "in a pass"),
     "the stage lowered": (lambda body: body.update(stage=body["stage"] - 1, **{"pass": None}), "damaged"),
     "the checksum changed": (lambda body: body.update(sum=(body["sum"] + 1) % 2**64, **{"pass": None}), "damaged"),
 }
