@@ -335,6 +335,8 @@ class LeanLayer:
         self.read = self.written = 0
         self.stats: dict[str, Any] = {}
         self.exit_stats = {"slices": 0, "peak": 0}  # streamed exits: slices, the peak of their requests
+        self.buffers: list[np.ndarray] = []  # a block's bytes for each thread of a pass and one written back
+        self.buffer = np.empty(0, dtype=np.int8)  # the first: what a check of the state file reads into
 
     # The journal --------------------------------------------------------------------
 
@@ -455,6 +457,13 @@ class LeanLayer:
     def _path(self, name: str) -> str:
         return os.path.join(self.scratch, name)
 
+    def _make_buffers(self) -> None:
+        """The blocks' buffers (whole words: settle_chunk), made once."""
+        if not self.buffers:
+            self.buffers = [np.empty((min(self.block, max(self.size, 1)) + 7) // 8 * 8, dtype=np.int8)
+                            for _ in range(self.settle_threads + 1)]
+            self.buffer = self.buffers[0]
+
     def _open_state(self, write: bool) -> int:
         path = self._path(state_name(self.seeds))
         try:
@@ -476,9 +485,7 @@ class LeanLayer:
         journal = self.resume()
         started = time.perf_counter()
         codes = np.zeros(((self.size + 1) // 2 + 7) // 8 * 8, dtype=np.uint8)  # whole words (settle_chunk)
-        self.buffers = [np.empty((min(self.block, max(self.size, 1)) + 7) // 8 * 8, dtype=np.int8)
-                        for _ in range(self.settle_threads + 1)]
-        self.buffer = self.buffers[0]
+        self._make_buffers()
         seeds_found = np.empty(max(16, min(self.chunk, self.buffer.shape[0])), dtype=np.int64)  # settle_block: 16
         resumed_at = journal["stage"] if self.resumed else None
         queue = RankQueue(self._path(queue_name(self.seeds)), self.scratch, self.seeds, segment=self.stack_size)
@@ -755,6 +762,7 @@ class LeanLayer:
         values are counted."""
         journal = self.journal
         assert journal is not None, "resume() first"
+        self._make_buffers()  # a check may come before solve() (the exits' tests)
         path = self._path(state_name(self.seeds))
         step = journal["pass"]
         descriptor = self._open_state(write=False)

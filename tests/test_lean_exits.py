@@ -295,6 +295,17 @@ def _killed_at_random(reference, tmp_path, attempts):
         assert np.array_equal(values, resident[0]) and np.array_equal(counts, resident[1]), f"attempt {attempt}"
 
 
+def test_streamed_exits_run_to_their_end_read_back_as_done(reference, tmp_path):
+    # A kill that comes after the exits ended (a random moment past them) leaves them done: a new run checks the
+    # state file before anything else (no pass yet has made its buffers) and finds the resident pass's bytes.
+    layer = _journaled(reference, tmp_path)
+    layer.resume()
+    layer._exits()
+    values, counts, resumed = _exits_of(reference, tmp_path)
+    resident = _resident(JOURNALED, reference)
+    assert resumed and np.array_equal(values, resident[0]) and np.array_equal(counts, resident[1])
+
+
 def test_an_interrupted_streamed_exit_keeps_its_steps_and_the_next_run_goes_on(reference, tmp_path):
     calls = []
 
