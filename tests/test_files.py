@@ -126,7 +126,7 @@ def _damages():
             yield pytest.param(name, value, id=f"{kind}-{name}", marks=marks)
 
 
-@pytest.mark.parametrize("name, value", _damages())
+@pytest.mark.parametrize("name, value", list(_damages()))
 def test_a_damaged_build_record_names_the_layer_in_plan_and_info(built, tmp_path, name, value):
     folder = _copy(built, str(tmp_path / "tables"))
     path = tables.table_path(folder, TOP)
