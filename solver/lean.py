@@ -158,9 +158,11 @@ PASS_THREADS = 4  # the most threads a stage's pass reads and settles blocks wit
 STAGE_BUFFERS = STACK * (24 + 2 * ENTRY_BYTES) + PASS_THREADS * CHUNK * ENTRY_BYTES + (4 << 20)
 EXIT_BUFFERS = layer_state.WORK_SLOTS * layer_state.BLOCK * 6 * 24 + (4 << 20)
 MIN_STACK = 2 * (layer_state.BATCH + layer_state.MAX_PREDECESSORS) + 2  # a batch's pushes and a refill fit
-CODES_EVERY = 600.0  # seconds of stages after which the next stage to begin saves its codes (the codes file): a
-# kill then costs the stages since, where it cost a count of every pending position's children (layer 36 at stage 8:
-# about 1.8 hours here, more than the exits and the 28 stages before it took)
+CODES_EVERY = 600.0  # seconds of stages after which every stage saves its codes as it begins (the codes file): a
+# kill then costs that stage's telling, where it cost a count of every pending position's children (layer 36 at
+# stage 8: about 1.8 hours here, more than the exits and the 28 stages before it took). A save is dropped when the
+# next pass starts, so one saved only every ten minutes left long stages unguarded (36's stage 8, begun a minute
+# after stage 9's save, had none); the first stages, quick, save nothing
 CODES_SPARE = 0.6  # bytes a position the scratch disk must keep free beside a codes file (the queue's planned peak,
 # plan.LEAN_QUEUE_BYTES): with less, no codes file is saved
 
@@ -286,10 +288,10 @@ class LeanLayer:
     next pass, the stages from the stage in progress, its codes read back
     from the codes file when the journal names one for that stage, else
     rebuilt from the state file (_rebuild: every pending position's
-    children counted, as long as an exit pass). The codes file is saved as
-    a stage begins once `codes_every` seconds of stages have gone by since
-    the last (or since they began, or since a rebuild), and dropped when
-    the next stage's pass starts. `kill_after` (tests): SIGKILL this
+    children counted, as long as an exit pass). Once `codes_every` seconds
+    of stages have gone by in this run (at once after a rebuild), each
+    stage saves its codes file as it begins; the next stage's pass drops
+    it. `kill_after` (tests): SIGKILL this
     process after that many steps of this run are recorded.
 
     With `streamed` ({"slice": ranks, "window": ranks}, plan.lean_plan), the
@@ -888,7 +890,7 @@ class LeanLayer:
         pass_seconds = tell_seconds = 0.0
         rounds = 0
         # Codes rebuilt by counting are saved at once: the count is what a codes file spares a later run.
-        clock = -float("inf") if self.resumed_from == "count" else time.perf_counter()
+        began = -float("inf") if self.resumed_from == "count" else time.perf_counter()
         try:
             for stage in range(journal["stage"], -1, -1):
                 before = int(tallies[:, 0].sum())
@@ -900,9 +902,8 @@ class LeanLayer:
                 pass_seconds += time.perf_counter() - tick
                 if stage == 0:
                     break
-                if journal.get("codes") is None and time.perf_counter() - clock >= self.codes_every:
+                if journal.get("codes") is None and time.perf_counter() - began >= self.codes_every:
                     self._save_codes(codes, stage)
-                    clock = time.perf_counter()
                 tick = time.perf_counter()
                 while True:
                     ranks = queue.pop(self.stack_size)
