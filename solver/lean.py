@@ -242,8 +242,10 @@ def stage_buffer_bytes(size: int) -> int:
 
 
 def exit_buffer_bytes(size: int) -> int:
-    """Bytes the exit passes hold beside the smaller layers (a block's values and counts, exit_pass's)."""
-    return EXIT_BUFFERS + block_ranks(size) * 3 // 2
+    """Bytes the exit passes hold beside the smaller layers: exit_pass's, and
+    two blocks (the first pass a block's values and counts, a later one the
+    block it raises and the one it writes back: _rewrite's buffers[:2])."""
+    return EXIT_BUFFERS + block_ranks(size) * 2
 
 
 

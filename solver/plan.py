@@ -16,6 +16,7 @@ measured on this project's machine (docs/CLUSTER.md).
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 from collections.abc import Callable
@@ -56,8 +57,9 @@ EXIT_SCAN_SECONDS = 3.0e-8  # seconds a position an exit pass over one more grou
 MAX_SLICED = 256  # the most slices of a layer whose stages run a slice at a time
 STAGE_BUFFER_BYTES = 48 << 20  # sliced stages: outboxes, the updates read a chunk at a time, block flags
 # The lean stages (solver.lean, docs/DISK.md):
-LEAN_BASE_BYTES = 256 << 20  # the process in the lean stages (numba, its threads, row tables, the writer): a build
-# to 8 seeds peaks at 188 MB once its kernels are cached, and BASE_BYTES (512 MiB) would refuse a 500 MiB budget
+LEAN_BASE_BYTES = 240 << 20  # the process in the lean stages (numba, its threads, the writer) beside its row tables
+# (lean_base_bytes): a build to 8 seeds peaks at 188 MB once its kernels are cached, and BASE_BYTES (512 MiB) would
+# refuse a 500 MiB budget
 LEAN_QUEUE_BYTES = 0.6  # bytes a position the lean stages' queue file may reach, planned high: its peak was 0.40 to
 # 0.49 on layers 13..22 and 0.41 on layer 24 (docs/PERFORMANCE.md "Lean stages"), more only on layers of under a million
 # positions (0.75 on layer 8), which QUEUE_FLOOR covers
@@ -175,9 +177,9 @@ def lean_slice_layout(seeds: int, processes: int, budget: int, outbox: int | Non
     batch = distributed.EXIT_BATCH if batch is None else batch
     share = slice_share(seeds, processes)
     codes = ((share + 1) // 2 + 7) // 8 * 8
-    stages = LEAN_BASE_BYTES + codes + distributed_lean.buffer_bytes(share, outbox)
+    stages = lean_base_bytes(seeds) + codes + distributed_lean.buffer_bytes(share, outbox)
     # The exits: their requests and answers (exchange_buffer_bytes without outboxes), a batch of values both ways.
-    exits = LEAN_BASE_BYTES + codes + exchange_buffer_bytes(processes, 0, outbox, batch) + 3 * batch
+    exits = lean_base_bytes(seeds) + codes + exchange_buffer_bytes(processes, 0, outbox, batch) + 3 * batch
     shares = {m: slice_share(m, processes) for m in layer_state.exit_layers(seeds)}
     room = budget - exits
     if stages > budget or max(shares.values(), default=0) > room:
@@ -211,8 +213,9 @@ def lean_process_bytes(seeds: int, processes: int, threads: int = 1) -> int:
     share = slice_share(seeds, processes)
     codes = ((share + 1) // 2 + 7) // 8 * 8
     largest = max((slice_share(m, processes) for m in layer_state.exit_layers(seeds)), default=0)
-    return max(LEAN_BASE_BYTES + codes + distributed_lean.buffer_bytes(share, outbox),
-               LEAN_BASE_BYTES + codes + exchange_buffer_bytes(processes, 0, outbox, batch) + 3 * batch + largest)
+    base = lean_base_bytes(seeds)
+    return max(base + codes + distributed_lean.buffer_bytes(share, outbox),
+               base + codes + exchange_buffer_bytes(processes, 0, outbox, batch) + 3 * batch + largest)
 
 
 def lean_slice_seconds(seeds: int, processes: int, layout: dict | None, compute: float, exchanged: float,
@@ -255,6 +258,17 @@ def mode(seeds: int, budget: int) -> str:
     return "disk" if layout is not None else "too big"
 
 
+def lean_base_bytes(seeds: int) -> int:
+    """The process beside a lean layer of `seeds` seeds: LEAN_BASE_BYTES
+    (measured where its row tables are a few KB) and the row tables every
+    kernel unranks through (index.RowTables: C(seeds + 6, 6) words of each of
+    two kinds and seeds + 2 starts of each, 8 bytes each, planned as if both
+    kinds of words were that many: 98 MB for 37 seeds (79 MB held), 413 MB for
+    48 (315 MB held)). Layer 37's exits, planned without them, peaked 33 MB
+    above their plan."""
+    return LEAN_BASE_BYTES + 16 * (math.comb(seeds + 6, 6) + seeds + 2)
+
+
 def lean_least_bytes(seeds: int) -> int:
     """The least budget the lean stages build layer `seeds` in (lean_plan):
     their stages, or their exits, resident or streamed in the smallest
@@ -263,7 +277,7 @@ def lean_least_bytes(seeds: int) -> int:
     size = index.layer_size(seeds)
     resident = largest + lean.exit_buffer_bytes(size)
     least_slice = min(size, SLICE_UNIT)
-    return LEAN_BASE_BYTES + max((size + 1) // 2 + lean.stage_buffer_bytes(size),
+    return lean_base_bytes(seeds) + max((size + 1) // 2 + lean.stage_buffer_bytes(size),
                                  min(resident, streamed_exit_bytes(least_slice, 1) if largest else resident))
 
 
@@ -292,9 +306,10 @@ def streamed_layout(seeds: int, budget: int, scratch_room: int | None = None) ->
     file."""
     size = index.layer_size(seeds)
     largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
-    batch = max(lean_exits.BATCH, min(MAX_BATCH, (budget - LEAN_BASE_BYTES) // 16 // lean_exits.ASKED_BYTES
+    base = lean_base_bytes(seeds)
+    batch = max(lean_exits.BATCH, min(MAX_BATCH, (budget - base) // 16 // lean_exits.ASKED_BYTES
                                       // layer_state.BLOCK * layer_state.BLOCK))
-    free = budget - LEAN_BASE_BYTES - lean_exits.batch_bytes(batch)
+    free = budget - base - lean_exits.batch_bytes(batch)
     window = max(1, min(lean_exits.MAX_WINDOW, largest, free // 8))
     room = (free - window) * 2 // 3
     if scratch_room is not None:
@@ -325,8 +340,9 @@ def lean_plan(seeds: int, budget: int, streamed: bool = False, scratch_room: int
     written) and table_read_bytes (the smaller layers' values read by the
     exits: once a group, or once a slice)."""
     size = index.layer_size(seeds)
-    stages = LEAN_BASE_BYTES + (size + 1) // 2 + lean.stage_buffer_bytes(size)
-    room = budget - LEAN_BASE_BYTES - lean.exit_buffer_bytes(size)
+    base = lean_base_bytes(seeds)
+    stages = base + (size + 1) // 2 + lean.stage_buffer_bytes(size)
+    room = budget - base - lean.exit_buffer_bytes(size)
     largest = max((index.layer_size(m) for m in layer_state.exit_layers(seeds)), default=0)
     smaller = sum(index.layer_size(m) for m in layer_state.exit_layers(seeds))
     queue = max((size + 1) // 2, int(size * LEAN_QUEUE_BYTES) + QUEUE_FLOOR)
@@ -337,7 +353,7 @@ def lean_plan(seeds: int, budget: int, streamed: bool = False, scratch_room: int
         groups = first_fit(layer_state.exit_layers(seeds), room)
         group_bytes = max(sum(index.layer_size(m) for m in g) for g in groups)
         return {"groups": groups, "streamed": None,
-                "memory_bytes": max(stages, LEAN_BASE_BYTES + lean.exit_buffer_bytes(size) + group_bytes),
+                "memory_bytes": max(stages, base + lean.exit_buffer_bytes(size) + group_bytes),
                 "scratch_bytes": size + queue + JOURNAL_ROOM,
                 "traffic_bytes": size * 2 * len(groups) + stage_traffic, "table_read_bytes": smaller}
     layout = streamed_layout(seeds, budget, scratch_room)
@@ -345,7 +361,7 @@ def lean_plan(seeds: int, budget: int, streamed: bool = False, scratch_room: int
         return None
     asks = request_bytes(min(size, layout["slice"]))
     return {"groups": [layer_state.exit_layers(seeds)], "streamed": layout,
-            "memory_bytes": max(stages, LEAN_BASE_BYTES + streamed_exit_bytes(layout["slice"], layout["window"],
+            "memory_bytes": max(stages, base + streamed_exit_bytes(layout["slice"], layout["window"],
                                                                                 layout["batch"])),
             "scratch_bytes": size + max((size + 1) // 2 + asks, queue) + JOURNAL_ROOM,
             "traffic_bytes": size * 2 + 2 * request_bytes(size) + stage_traffic,

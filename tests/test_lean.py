@@ -271,6 +271,22 @@ def test_the_plan_picks_the_lean_stages_only_where_nothing_faster_fits():
     assert plan.lean_plan(38, plan.lean_least_bytes(38) - 1) is None
 
 
+def test_the_lean_plan_counts_the_row_tables_and_the_blocks_an_exit_pass_holds(tmp_path):
+    """The process's allowance holds its row tables (a build to 37 holds 79 MB of them), and the
+    exits' buffers the two blocks a later exit pass rewrites with (the one raised, the one written back)."""
+    for seeds in (0, 1, 8, 16, 24, 30):
+        held = sum(array.nbytes for array in index.RowTables(seeds).arrays)
+        assert held <= plan.lean_base_bytes(seeds) - plan.LEAN_BASE_BYTES <= 2 * held + 64, seeds
+    for seeds in (4, 12):
+        size = index.layer_size(seeds)
+        layer = lean.LeanLayer(seeds, str(tmp_path), LayerStore(seeds), index.RowTables(seeds).arrays,
+                               [layer_state.exit_layers(seeds)], lambda m: None)
+        layer._make_buffers()
+        assert lean.EXIT_BUFFERS + sum(buffer.nbytes for buffer in layer.buffers[:2]) <= lean.exit_buffer_bytes(size)
+    size = index.layer_size(37)  # a block of 18 MB: two of them, not the block and a half planned before
+    assert lean.exit_buffer_bytes(size) - lean.EXIT_BUFFERS == 2 * lean.block_ranks(size)
+
+
 def test_a_full_scratch_disk_stops_a_lean_layer_in_one_line_and_leaves_nothing(tmp_path, monkeypatch):
     def full(descriptor, view):
         raise OSError(errno.ENOSPC, "No space left on device")
