@@ -177,9 +177,10 @@ def lean_slice_layout(seeds: int, processes: int, budget: int, outbox: int | Non
     batch = distributed.EXIT_BATCH if batch is None else batch
     share = slice_share(seeds, processes)
     codes = ((share + 1) // 2 + 7) // 8 * 8
-    stages = lean_base_bytes(seeds) + codes + distributed_lean.buffer_bytes(share, outbox)
+    base = lean_base_bytes(seeds)
+    stages = base + codes + distributed_lean.buffer_bytes(share, outbox)
     # The exits: their requests and answers (exchange_buffer_bytes without outboxes), a batch of values both ways.
-    exits = lean_base_bytes(seeds) + codes + exchange_buffer_bytes(processes, 0, outbox, batch) + 3 * batch
+    exits = base + codes + exchange_buffer_bytes(processes, 0, outbox, batch) + 3 * batch
     shares = {m: slice_share(m, processes) for m in layer_state.exit_layers(seeds)}
     room = budget - exits
     if stages > budget or max(shares.values(), default=0) > room:
@@ -278,7 +279,7 @@ def lean_least_bytes(seeds: int) -> int:
     resident = largest + lean.exit_buffer_bytes(size)
     least_slice = min(size, SLICE_UNIT)
     return lean_base_bytes(seeds) + max((size + 1) // 2 + lean.stage_buffer_bytes(size),
-                                 min(resident, streamed_exit_bytes(least_slice, 1) if largest else resident))
+                                        min(resident, streamed_exit_bytes(least_slice, 1) if largest else resident))
 
 
 def streamed_exit_bytes(slice_ranks: int, window: int, batch: int = lean_exits.BATCH) -> int:
